@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-cluster/berth/pkg/controllers"
+)
+
+func newControllersCommand() *cobra.Command {
+	var kubeconfigPath string
+	var opts controllers.Options
+	cmd := &cobra.Command{
+		Use:   "controllers",
+		Short: "Run the controllers (namespaces, service accounts) against an API server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			config, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+			if err != nil {
+				return err
+			}
+			if opts.Identity == "" {
+				opts.Identity, _ = os.Hostname()
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return controllers.Run(ctx, config, opts)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the cluster")
+	cmd.Flags().BoolVar(&opts.LeaderElect, "leader-elect", true, "run only while holding the controllers' Lease, so that several can run")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+
+	"github.com/berth-cluster/berth/pkg/cluster"
+	"github.com/berth-cluster/berth/pkg/controllers"
+)
+
+// controlPlaneFlags are the flags `berth up` and `berth apiserver` share.
+type controlPlaneFlags struct {
+	dataDir        string
+	port           int
+	bindAddress    string
+	etcdServers    []string
+	etcdCAFile     string
+	etcdCertFile   string
+	etcdKeyFile    string
+	etcdClientPort int
+}
+
+func (f *controlPlaneFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.dataDir, "data-dir", cluster.DefaultDataDir(), "directory for certificates, kubeconfigs and the embedded etcd's data")
+	fs.IntVar(&f.port, "port", 6443, "HTTPS port of the API server (0 picks a free port)")
+	fs.StringVar(&f.bindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
+	fs.StringSliceVar(&f.etcdServers, "etcd-servers", nil, "client URLs of an external etcd (default: run etcd embedded)")
+	fs.StringVar(&f.etcdCAFile, "etcd-cafile", "", "CA bundle that verifies the external etcd's certificate")
+	fs.StringVar(&f.etcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
+	fs.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
+	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "loopback client port of the embedded etcd (0 picks a free port)")
+}
+
+func (f *controlPlaneFlags) config() (cluster.Config, error) {
+	ip := net.ParseIP(f.bindAddress)
+	if ip == nil {
+		return cluster.Config{}, fmt.Errorf("--bind-address: %q is not an IP address", f.bindAddress)
+	}
+	return cluster.Config{
+		DataDir:        f.dataDir,
+		Port:           f.port,
+		BindAddress:    ip,
+		EtcdServers:    f.etcdServers,
+		EtcdCAFile:     f.etcdCAFile,
+		EtcdCertFile:   f.etcdCertFile,
+		EtcdKeyFile:    f.etcdKeyFile,
+		EtcdClientPort: f.etcdClientPort,
+	}, nil
+}
+
+func newUpCommand() *cobra.Command {
+	var f controlPlaneFlags
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole cluster in this process until SIGINT or SIGTERM",
+		Long: `up runs a whole cluster in the foreground: etcd (embedded unless --etcd-servers is
+given), the Kubernetes API server and the controllers. It writes DATA_DIR/admin.kubeconfig,
+which kubectl and client-go use to reach it, and keeps all state in DATA_DIR across restarts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			cfg.Components = []cluster.Component{
+				func(ctx context.Context, admin *rest.Config) error {
+					return controllers.Run(ctx, admin, controllers.Options{})
+				},
+			}
+			return runControlPlane(cmd, cfg)
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+// runControlPlane runs a control plane until a signal, telling the user how to reach it.
+func runControlPlane(cmd *cobra.Command, cfg cluster.Config) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	cp := cluster.New(cfg)
+	go func() {
+		select {
+		case <-cp.Ready():
+			fmt.Fprintf(cmd.OutOrStdout(), "berth is up. To use it:\n\n  export KUBECONFIG=%s\n  kubectl get namespaces\n\n",
+				cluster.AdminKubeconfigPath(cfg.DataDir))
+		case <-ctx.Done():
+		}
+	}()
+	return cp.Run(ctx)
+}

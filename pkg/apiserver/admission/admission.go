@@ -1,0 +1,31 @@
+// Package admission holds berth's admission plugins: the "admit" step of a request's path
+// ("decode → default → validate → admit → store") for what Kubernetes does in admission rather
+// than in defaulting — the service account of a pod, its priority, its default tolerations.
+// NamespaceLifecycle comes from k8s.io/apiserver itself.
+package admission
+
+import (
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+)
+
+// Order is the order of the admission chain, as kube-apiserver orders the same plugins.
+// Mutating plugins run first, in this order; validating ones after them.
+var Order = []string{
+	lifecycle.PluginName,
+	ServiceAccountPluginName,
+	DefaultTolerationSecondsPluginName,
+	PriorityPluginName,
+}
+
+// Register adds berth's plugins to plugins.
+func Register(plugins *admission.Plugins) {
+	registerServiceAccount(plugins)
+	registerDefaultTolerationSeconds(plugins)
+	registerPriority(plugins)
+}
+
+// isPod reports whether the request is for a pod itself, not one of its subresources.
+func isPod(a admission.Attributes) bool {
+	return a.GetResource().GroupResource().Group == "" && a.GetResource().Resource == "pods" && a.GetSubresource() == ""
+}

@@ -1,0 +1,120 @@
+package apiserver
+
+import (
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/coordination/lease"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/scheduling/priorityclass"
+	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+)
+
+// installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
+// groups under /apis.
+func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter) error {
+	core, err := coreStorage(getter)
+	if err != nil {
+		return err
+	}
+	legacy := newGroup(corev1.SchemeGroupVersion.Group)
+	legacy.VersionedResourcesStorageMap["v1"] = core
+	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
+		return fmt.Errorf("installing core/v1: %w", err)
+	}
+
+	leases, err := lease.NewREST(getter)
+	if err != nil {
+		return err
+	}
+	events, err := event.NewREST(getter, eventsv1.Resource("events"))
+	if err != nil {
+		return err
+	}
+	priorityClasses, err := priorityclass.NewREST(getter)
+	if err != nil {
+		return err
+	}
+	groups := []struct {
+		group, version string
+		storage        map[string]rest.Storage
+	}{
+		{coordinationv1.GroupName, "v1", map[string]rest.Storage{"leases": leases}},
+		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
+		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},
+	}
+	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
+	for _, g := range groups {
+		info := newGroup(g.group)
+		info.VersionedResourcesStorageMap[g.version] = g.storage
+		infos = append(infos, &info)
+	}
+	if err := gs.InstallAPIGroups(infos...); err != nil {
+		return fmt.Errorf("installing API groups: %w", err)
+	}
+	return nil
+}
+
+func newGroup(group string) genericapiserver.APIGroupInfo {
+	return genericapiserver.NewDefaultAPIGroupInfo(group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
+}
+
+func coreStorage(getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
+	pods, err := pod.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := node.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	namespaces, err := namespace.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	events, err := event.NewREST(getter, corev1.Resource("events"))
+	if err != nil {
+		return nil, err
+	}
+	configMaps, err := configmap.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := secret.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
+	serviceAccounts, err := serviceaccount.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]rest.Storage{
+		"pods":                pods.Pod,
+		"pods/status":         pods.Status,
+		"pods/binding":        pods.Binding,
+		"pods/eviction":       pods.Eviction,
+		"bindings":            pods.LegacyBinding,
+		"nodes":               nodes.Node,
+		"nodes/status":        nodes.Status,
+		"namespaces":          namespaces.Namespace,
+		"namespaces/status":   namespaces.Status,
+		"namespaces/finalize": namespaces.Finalize,
+		"events":              events,
+		"configmaps":          configMaps,
+		"secrets":             secrets,
+		"serviceaccounts":     serviceAccounts,
+	}, nil
+}

@@ -1,0 +1,69 @@
+package apiserver
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/berth-cluster/berth/pkg/apiserver/registry"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/scheduling/priorityclass"
+	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+)
+
+// The defaults, conversions and field-selector labels of each resource join the scheme here:
+// the scheme package cannot import the registries, which import it. Leases and priority
+// classes are selected by metadata only, which the scheme allows without a function.
+func init() {
+	s := scheme.Scheme
+	addDefaults(s, pod.SetDefaults, func(l *corev1.PodList) []corev1.Pod { return l.Items })
+	addDefaults(s, node.SetDefaults, func(l *corev1.NodeList) []corev1.Node { return l.Items })
+	addDefaults(s, namespace.SetDefaults, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })
+	addDefaults(s, configmap.SetDefaults, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })
+	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
+	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
+	utilruntime.Must(event.RegisterConversions(s))
+
+	v1 := corev1.SchemeGroupVersion
+	for _, f := range []struct {
+		kind   string
+		fields registry.Selectable
+		zero   runtime.Object
+	}{
+		{"Pod", pod.Fields, &corev1.Pod{}},
+		{"Node", node.Fields, &corev1.Node{}},
+		{"Namespace", namespace.Fields, &corev1.Namespace{}},
+		{"ConfigMap", configmap.Fields, &corev1.ConfigMap{}},
+		{"Secret", secret.Fields, &corev1.Secret{}},
+		{"ServiceAccount", serviceaccount.Fields, &corev1.ServiceAccount{}},
+	} {
+		utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind(f.kind), registry.FieldLabelConversion(f.fields, f.zero)))
+	}
+	utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind("Event"), event.CoreFieldLabelConversion))
+	utilruntime.Must(s.AddFieldLabelConversionFunc(eventsv1.SchemeGroupVersion.WithKind("Event"), event.EventsFieldLabelConversion))
+}
+
+// addDefaults registers a resource's defaulting function for the object and for its list.
+func addDefaults[T any, L any, PT interface {
+	*T
+	runtime.Object
+}, PL interface {
+	*L
+	runtime.Object
+}](s *runtime.Scheme, setDefaults func(*T), items func(PL) []T) {
+	s.AddTypeDefaultingFunc(PT(new(T)), func(obj interface{}) { setDefaults(obj.(*T)) })
+	s.AddTypeDefaultingFunc(PL(new(L)), func(obj interface{}) {
+		list := items(obj.(PL))
+		for i := range list {
+			setDefaults(&list[i])
+		}
+	})
+}

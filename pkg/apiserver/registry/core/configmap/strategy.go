@@ -1,0 +1,35 @@
+package configmap
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/berth-cluster/berth/pkg/apiserver/registry"
+)
+
+type strategy struct{ registry.Strategy }
+
+// Strategy is the create, update and delete strategy of config maps.
+var Strategy = strategy{registry.Base}
+
+func (strategy) NamespaceScoped() bool                                            { return true }
+func (strategy) PrepareForCreate(context.Context, runtime.Object)                 {}
+func (strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
+
+func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return ValidateConfigMap(obj.(*corev1.ConfigMap))
+}
+
+func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return ValidateConfigMapUpdate(obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap))
+}
+
+// Fields are the fields a config map can be selected by.
+func Fields(obj runtime.Object) fields.Set {
+	return generic.ObjectMetaFieldsSet(&obj.(*corev1.ConfigMap).ObjectMeta, true)
+}

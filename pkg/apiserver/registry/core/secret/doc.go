@@ -1,0 +1,6 @@
+// Package secret is the registry of secrets: their defaults and validation, their
+// strategy and storage.
+//
+// In the API server's flow (decode → default → validate → admit → store) it owns the
+// default and validate steps for /api/v1/namespaces/{ns}/secrets.
+package secret

@@ -1,0 +1,26 @@
+package secret
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/berth-cluster/berth/pkg/apiserver/registry"
+)
+
+// NewREST returns the secrets endpoint.
+func NewREST(getter generic.RESTOptionsGetter) (*registry.Resource, error) {
+	store, err := registry.NewStore(getter, registry.StoreConfig{
+		Resource:       corev1.Resource("secrets"),
+		Singular:       "secret",
+		New:            func() runtime.Object { return &corev1.Secret{} },
+		NewList:        func() runtime.Object { return &corev1.SecretList{} },
+		Strategy:       Strategy,
+		Fields:         Fields,
+		TableConvertor: NewTableConvertor(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &registry.Resource{Store: store}, nil
+}

@@ -1,0 +1,106 @@
+// Package scheme is the type registry of berth's API server: the first step of a request's path
+// ("decode → default → validate → admit → store") looks types up here.
+//
+// berth serves the k8s.io/api types and stores them unchanged, so it has no internal types of its
+// own: every external type is registered a second time under its group's internal version. A
+// conversion between the two is then only a relabelling of the kind, and no conversion functions
+// exist, except where two groups share one stored object (events.k8s.io/v1 Events are stored as
+// core/v1 Events, as Kubernetes does).
+package scheme
+
+import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+)
+
+var (
+	// Scheme holds every type the API server serves, in both its external and its internal version.
+	Scheme = runtime.NewScheme()
+	// Codecs encodes and decodes the types of Scheme (JSON, YAML, protobuf).
+	Codecs = serializer.NewCodecFactory(Scheme)
+	// ParameterCodec converts query parameters into option objects.
+	ParameterCodec = runtime.NewParameterCodec(Scheme)
+)
+
+// GroupVersions are the API versions berth serves, in the order of discovery.
+var GroupVersions = []schema.GroupVersion{
+	corev1.SchemeGroupVersion,
+	coordinationv1.SchemeGroupVersion,
+	eventsv1.SchemeGroupVersion,
+	schedulingv1.SchemeGroupVersion,
+	policyv1.SchemeGroupVersion,
+	authenticationv1.SchemeGroupVersion,
+}
+
+func init() {
+	utilruntime.Must(corev1.AddToScheme(Scheme))
+	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
+	utilruntime.Must(eventsv1.AddToScheme(Scheme))
+	utilruntime.Must(schedulingv1.AddToScheme(Scheme))
+	utilruntime.Must(policyv1.AddToScheme(Scheme))
+	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
+
+	for _, gv := range GroupVersions {
+		addAsInternal(Scheme, gv)
+		utilruntime.Must(Scheme.SetVersionPriority(gv))
+	}
+	// events.k8s.io/v1 Events live in storage and in memory as core/v1 Events: the Go type
+	// registered as the group's internal Event is corev1.Event, and conversion functions (in the
+	// event registry) translate between the two shapes.
+	internalEvents := schema.GroupVersion{Group: eventsv1.GroupName, Version: runtime.APIVersionInternal}
+	Scheme.AddKnownTypeWithName(internalEvents.WithKind("Event"), &corev1.Event{})
+	Scheme.AddKnownTypeWithName(internalEvents.WithKind("EventList"), &corev1.EventList{})
+
+	// The types every group shares (Status, discovery documents), as Kubernetes registers them.
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	Scheme.AddUnversionedTypes(schema.GroupVersion{Version: "v1"},
+		&metav1.Status{},
+		&metav1.APIVersions{},
+		&metav1.APIGroupList{},
+		&metav1.APIGroup{},
+		&metav1.APIResourceList{},
+	)
+}
+
+// addAsInternal registers the Go types of gv under gv's internal version as well. The option and
+// watch types that metav1.AddToGroupVersion put into every group are left out, as Kubernetes'
+// internal versions do, except where the group itself defines them (core's PodLogOptions, ...).
+func addAsInternal(s *runtime.Scheme, gv schema.GroupVersion) {
+	internal := schema.GroupVersion{Group: gv.Group, Version: runtime.APIVersionInternal}
+	if gv.Group == eventsv1.GroupName {
+		return // its internal types are the core ones, registered in init
+	}
+	for kind, t := range s.KnownTypes(gv) {
+		if isMetaKind(kind) {
+			continue
+		}
+		obj, ok := newObject(t)
+		if !ok {
+			continue
+		}
+		s.AddKnownTypeWithName(internal.WithKind(kind), obj)
+	}
+}
+
+// External holds only the external versions. The OpenAPI definition namer reads it, so that
+// the internal versions do not leak into x-kubernetes-group-version-kind.
+var External = runtime.NewScheme()
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
+		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
+	} {
+		utilruntime.Must(add(External))
+	}
+	metav1.AddToGroupVersion(External, schema.GroupVersion{Version: "v1"})
+}

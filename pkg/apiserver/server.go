@@ -1,0 +1,235 @@
+// Package apiserver is berth's Kubernetes API server: k8s.io/apiserver's generic server with
+// the registries of the resources berth serves, stored in etcd. It is where a pod's path
+// begins ("kubectl apply ─► API server: decode, default, validate, admit, store in etcd") and
+// what every other component watches.
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	unionauthz "k8s.io/apiserver/pkg/authorization/union"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	basecompatibility "k8s.io/component-base/compatibility"
+
+	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
+	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
+	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+	"github.com/berth-cluster/berth/pkg/version"
+)
+
+// Config is what the API server needs to know.
+type Config struct {
+	// BindAddress and Port are where it serves HTTPS. Port 0 picks a free port.
+	BindAddress net.IP
+	Port        int
+	// ServingCertFile and ServingKeyFile are its TLS certificate and key.
+	ServingCertFile, ServingKeyFile string
+	// ClientCAFile holds the CA that client certificates must chain to.
+	ClientCAFile string
+
+	// EtcdServers are the etcd client URLs; EtcdCAFile, EtcdCertFile and EtcdKeyFile secure
+	// the connection when etcd wants TLS.
+	EtcdServers                          []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdPrefix is the key prefix of every object ("/registry").
+	EtcdPrefix string
+	// CompactionInterval is how often the API server compacts etcd's history (5 min, as
+	// kube-apiserver; 0 leaves compaction to etcd).
+	CompactionInterval time.Duration
+}
+
+// Server is a configured API server, ready to Run.
+type Server struct {
+	generic *genericapiserver.GenericAPIServer
+	// Port is the port it serves on (known once New returns, also when Config.Port was 0).
+	Port int
+}
+
+// versionProvider reports berth's version at /version; the rest of the effective version
+// (emulation and compatibility versions) is the library's.
+type versionProvider struct {
+	basecompatibility.EffectiveVersion
+}
+
+func (versionProvider) Info() *apimachineryversion.Info { return version.Info() }
+
+// servedGroupVersions are the versions installed; the scheme knows a few more types
+// (policy/v1 Eviction, authentication/v1) that only travel in subresource bodies.
+var servedGroupVersions = []schema.GroupVersion{
+	corev1.SchemeGroupVersion,
+	coordinationv1.SchemeGroupVersion,
+	eventsv1.SchemeGroupVersion,
+	schedulingv1.SchemeGroupVersion,
+}
+
+// New builds the API server.
+func New(c Config) (*Server, error) {
+	rc := genericapiserver.NewRecommendedConfig(scheme.Codecs)
+	effective := versionProvider{basecompatibility.NewEffectiveVersionFromString(version.Kubernetes[1:], "", "")}
+	rc.EffectiveVersion = effective
+	rc.FeatureGate = utilfeature.DefaultFeatureGate
+
+	port, err := applyServing(c, &rc.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyAuth(c, &rc.Config); err != nil {
+		return nil, err
+	}
+	if err := applyStorage(c, &rc.Config, effective); err != nil {
+		return nil, err
+	}
+	applyOpenAPI(&rc.Config)
+
+	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client: %w", err)
+	}
+	dynamicClient, err := dynamic.NewForConfig(rc.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loopback dynamic client: %w", err)
+	}
+	rc.ClientConfig = rc.LoopbackClientConfig
+	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	admissionOptions := genericoptions.NewAdmissionOptions()
+	berthadmission.Register(admissionOptions.Plugins)
+	admissionOptions.RecommendedPluginOrder = berthadmission.Order
+	if err := admissionOptions.ApplyTo(&rc.Config, rc.SharedInformerFactory, client, dynamicClient, rc.FeatureGate, effective); err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
+	}
+	rc.AddPostStartHookOrDie("berth-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
+		go bootstrap(ctx, client)
+		return nil
+	})
+
+	gs, err := rc.Complete().New("berth-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("creating the generic API server: %w", err)
+	}
+	if err := installAPIs(gs, rc.RESTOptionsGetter); err != nil {
+		return nil, err
+	}
+	return &Server{generic: gs, Port: port}, nil
+}
+
+// Run serves until ctx is done, then shuts down: it stops accepting requests, lets running
+// ones finish, and closes the watches and the storage.
+func (s *Server) Run(ctx context.Context) error {
+	return s.generic.PrepareRun().RunWithContext(ctx)
+}
+
+func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
+	ss := genericoptions.NewSecureServingOptions().WithLoopback()
+	ss.BindAddress = c.BindAddress
+	if ss.BindAddress == nil {
+		ss.BindAddress = net.IPv4zero
+	}
+	ss.ServerCert.CertKey = genericoptions.CertKey{CertFile: c.ServingCertFile, KeyFile: c.ServingKeyFile}
+	ln, port, err := genericoptions.CreateListener("tcp", net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(c.Port)), net.ListenConfig{})
+	if err != nil {
+		return 0, err
+	}
+	ss.Listener, ss.BindPort = ln, port
+	if err := ss.ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
+		ln.Close()
+		return 0, fmt.Errorf("secure serving: %w", err)
+	}
+	// The server talks to itself a lot (admission informers, bootstrap): protobuf is cheaper.
+	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
+	return port, nil
+}
+
+// applyAuth authenticates clients by certificates from the cluster CA (the groups are the
+// certificate's organizations, so system:masters in the admin kubeconfig), lets anyone read
+// the public paths, and, until RBAC arrives, lets system:masters do everything.
+func applyAuth(c Config, gc *genericapiserver.Config) error {
+	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
+	if err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	certs := x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion)
+	gc.Authentication.Authenticator = union.New(
+		group.NewAuthenticatedGroupAdder(certs),
+		authenticator.Request(publicAuthenticator{}),
+	)
+	authz, err := unionauthz.New(
+		unionauthz.NamedAuthorizer{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
+	)
+	if err != nil {
+		return fmt.Errorf("authorizer: %w", err)
+	}
+	gc.Authorization.Authorizer = authz
+	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
+	return nil
+}
+
+// applyStorage keeps every resource in etcd as protobuf, under the external version, behind
+// the watch cache. The two event resources share one prefix, as in Kubernetes.
+func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibility.EffectiveVersion) error {
+	prefix := c.EtcdPrefix
+	if prefix == "" {
+		prefix = "/registry"
+	}
+	etcd := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(prefix, nil))
+	etcd.StorageConfig.Transport.ServerList = c.EtcdServers
+	etcd.StorageConfig.Transport.TrustedCAFile = c.EtcdCAFile
+	etcd.StorageConfig.Transport.CertFile = c.EtcdCertFile
+	etcd.StorageConfig.Transport.KeyFile = c.EtcdKeyFile
+	etcd.StorageConfig.CompactionInterval = c.CompactionInterval
+	etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	etcd.EnableWatchCache = true
+
+	resources := serverstorage.NewResourceConfig()
+	resources.EnableVersions(servedGroupVersions...)
+	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, effective)
+	factory := serverstorage.NewDefaultStorageFactory(etcd.StorageConfig, etcd.DefaultStorageMediaType,
+		scheme.Codecs, encoding, resources, nil)
+	factory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
+	gc.MergedResourceConfig = resources
+	if err := etcd.ApplyWithStorageFactoryTo(factory, gc); err != nil {
+		return fmt.Errorf("etcd storage: %w", err)
+	}
+	return nil
+}
+
+func applyOpenAPI(gc *genericapiserver.Config) {
+	namer := openapinamer.NewDefinitionNamer(scheme.External)
+	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	gc.OpenAPIConfig.Info.Title = "Kubernetes"
+	gc.OpenAPIConfig.Info.Version = version.GitVersion()
+	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	gc.OpenAPIV3Config.Info.Title = "Kubernetes"
+	gc.OpenAPIV3Config.Info.Version = version.GitVersion()
+}

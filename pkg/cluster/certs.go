@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/berth-cluster/berth/pkg/cluster/pki"
+)
+
+type controlPlaneCerts struct {
+	ca                      *pki.CA
+	caFile                  string
+	servingCert, servingKey string
+}
+
+// ensureControlPlaneCerts makes (once) the cluster CA and the API server's serving
+// certificate, for every name and address a client on this machine might use.
+func ensureControlPlaneCerts(dir string) (*controlPlaneCerts, error) {
+	ca, err := pki.EnsureCA(dir, "berth-ca")
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA: %w", err)
+	}
+	names := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		names = append(names, host)
+	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	ips = append(ips, hostIPs()...)
+	cert, key, err := pki.EnsureServing(dir, "apiserver", ca, names, ips)
+	if err != nil {
+		return nil, fmt.Errorf("API server certificate: %w", err)
+	}
+	return &controlPlaneCerts{ca: ca, caFile: filepath.Join(dir, "ca.crt"), servingCert: cert, servingKey: key}, nil
+}
+
+// hostIPs are the machine's global unicast addresses.
+func hostIPs() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			ips = append(ips, n.IP)
+		}
+	}
+	return ips
+}

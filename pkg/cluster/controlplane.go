@@ -1,0 +1,196 @@
+// Package cluster composes berth's components into what `berth up` and `berth apiserver` run:
+// the certificates and kubeconfigs in the data dir, the embedded etcd, the API server and the
+// controllers; the scheduler and the node agent join here as later issues add them.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/apiserver"
+	"github.com/berth-cluster/berth/pkg/cluster/etcd"
+	"github.com/berth-cluster/berth/pkg/cluster/kubeconfig"
+	"github.com/berth-cluster/berth/pkg/cluster/pki"
+)
+
+// Config says how to run a control plane.
+type Config struct {
+	// DataDir holds the certificates, the kubeconfigs and the embedded etcd's data.
+	DataDir string
+	// Port is the API server's HTTPS port; 0 picks a free one.
+	Port int
+	// BindAddress is where the API server listens (all addresses when nil).
+	BindAddress net.IP
+	// EtcdServers are an external etcd's client URLs; empty runs etcd embedded.
+	EtcdServers                           []string
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdClientPort is the embedded etcd's loopback client port; 0 picks a free one.
+	EtcdClientPort int
+	// Components run in this process once the API server is ready (the controllers, and
+	// later the scheduler and the node agent), each until ctx ends.
+	Components []Component
+}
+
+// Component is a long-running part of the cluster that talks to the API server as the admin.
+// It blocks until ctx ends; an error stops the whole control plane.
+type Component func(ctx context.Context, admin *rest.Config) error
+
+// ControlPlane is a control plane of one process.
+type ControlPlane struct {
+	cfg   Config
+	ready chan struct{}
+	admin *rest.Config
+}
+
+// New returns a control plane that Run starts.
+func New(cfg Config) *ControlPlane {
+	return &ControlPlane{cfg: cfg, ready: make(chan struct{})}
+}
+
+// DefaultDataDir is /var/lib/berth for root, else ~/.berth.
+func DefaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/berth"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".berth")
+	}
+	return ".berth"
+}
+
+// AdminKubeconfigPath is where the admin kubeconfig of a data dir lives.
+func AdminKubeconfigPath(dataDir string) string { return filepath.Join(dataDir, "admin.kubeconfig") }
+
+// PKIDir is where the certificates of a data dir live.
+func PKIDir(dataDir string) string { return filepath.Join(dataDir, "pki") }
+
+// Ready is closed once the API server answers /readyz and the admin kubeconfig is written.
+func (cp *ControlPlane) Ready() <-chan struct{} { return cp.ready }
+
+// AdminConfig is the client configuration of the cluster admin; valid once Ready.
+func (cp *ControlPlane) AdminConfig() *rest.Config { return rest.CopyConfig(cp.admin) }
+
+// Run starts everything and blocks until ctx is done or a component fails, then stops them
+// in order: the API server drains before etcd closes.
+func (cp *ControlPlane) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	c := cp.cfg
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("creating the data dir: %w", err)
+	}
+	certs, err := ensureControlPlaneCerts(PKIDir(c.DataDir))
+	if err != nil {
+		return err
+	}
+
+	etcdServers := c.EtcdServers
+	var embedded *etcd.Server
+	if len(etcdServers) == 0 {
+		embedded, err = etcd.Start(ctx, etcd.Config{DataDir: filepath.Join(c.DataDir, "etcd"), ClientPort: c.EtcdClientPort})
+		if err != nil {
+			return err
+		}
+		defer embedded.Stop()
+		etcdServers = []string{embedded.Endpoint}
+	}
+
+	server, err := apiserver.New(apiserver.Config{
+		BindAddress:        c.BindAddress,
+		Port:               c.Port,
+		ServingCertFile:    certs.servingCert,
+		ServingKeyFile:     certs.servingKey,
+		ClientCAFile:       certs.caFile,
+		EtcdServers:        etcdServers,
+		EtcdCAFile:         c.EtcdCAFile,
+		EtcdCertFile:       c.EtcdCertFile,
+		EtcdKeyFile:        c.EtcdKeyFile,
+		CompactionInterval: 5 * time.Minute,
+	})
+	if err != nil {
+		return err
+	}
+	serverURL := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(server.Port))
+	adminPath := AdminKubeconfigPath(c.DataDir)
+	if err := writeKubeconfig(adminPath, serverURL, certs.ca, "admin", []string{"system:masters"}); err != nil {
+		return err
+	}
+	admin, err := clientcmd.BuildConfigFromFlags("", adminPath)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", adminPath, err)
+	}
+	cp.admin = admin
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return server.Run(gctx) })
+	if embedded != nil {
+		g.Go(func() error {
+			select {
+			case err := <-embedded.Err():
+				return fmt.Errorf("etcd: %w", err)
+			case <-gctx.Done():
+				return nil
+			}
+		})
+	}
+	g.Go(func() error {
+		if err := waitReady(gctx, admin); err != nil {
+			return err
+		}
+		logger.Info("API server is ready", "url", serverURL, "kubeconfig", adminPath)
+		close(cp.ready)
+		for _, component := range c.Components {
+			g.Go(func() error { return component(gctx, rest.CopyConfig(admin)) })
+		}
+		return nil
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// waitReady polls /readyz until the API server says it is ready.
+func waitReady(ctx context.Context, config *rest.Config) error {
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		status := 0
+		client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
+		return status == 200, nil
+	})
+}
+
+// writeKubeconfig issues a client certificate for user and writes a kubeconfig with it.
+func writeKubeconfig(path, server string, ca *pki.CA, user string, groups []string) error {
+	data, err := ClientKubeconfig(ca, server, user, groups)
+	if err != nil {
+		return err
+	}
+	return kubeconfig.Write(path, data)
+}
+
+// ClientKubeconfig returns a kubeconfig for user in groups, with a client certificate signed
+// by ca, valid for a year.
+func ClientKubeconfig(ca *pki.CA, server, user string, groups []string) ([]byte, error) {
+	certPEM, keyPEM, err := ca.IssueClient(user, groups, 365*24*time.Hour)
+	if err != nil {
+		return nil, fmt.Errorf("issuing a certificate for %s: %w", user, err)
+	}
+	return kubeconfig.Build("berth", server, ca.CertPEM, certPEM, keyPEM, user)
+}
