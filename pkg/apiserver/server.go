@@ -56,7 +56,7 @@ type Config struct {
 
 	// EtcdServers are the etcd client URLs; EtcdCAFile, EtcdCertFile and EtcdKeyFile secure
 	// the connection when etcd wants TLS.
-	EtcdServers                          []string
+	EtcdServers                           []string
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdPrefix is the key prefix of every object ("/registry").
 	EtcdPrefix string

@@ -9,7 +9,7 @@ import (
 // that discovery publishes (kubectl resolves "po", "cm" and "get all" through them).
 type Resource struct {
 	*genericregistry.Store
-	Short []string
+	Short        []string
 	InCategories []string
 }
 
