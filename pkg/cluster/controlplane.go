@@ -50,9 +50,10 @@ type Component func(ctx context.Context, admin *rest.Config) error
 
 // ControlPlane is a control plane of one process.
 type ControlPlane struct {
-	cfg   Config
-	ready chan struct{}
-	admin *rest.Config
+	cfg         Config
+	ready       chan struct{}
+	admin       *rest.Config
+	etcdServers []string
 }
 
 // New returns a control plane that Run starts.
@@ -80,6 +81,9 @@ func PKIDir(dataDir string) string { return filepath.Join(dataDir, "pki") }
 // Ready is closed once the API server answers /readyz and the admin kubeconfig is written.
 func (cp *ControlPlane) Ready() <-chan struct{} { return cp.ready }
 
+// EtcdServers are the client URLs of the etcd in use; valid once Ready.
+func (cp *ControlPlane) EtcdServers() []string { return cp.etcdServers }
+
 // AdminConfig is the client configuration of the cluster admin; valid once Ready.
 func (cp *ControlPlane) AdminConfig() *rest.Config { return rest.CopyConfig(cp.admin) }
 
@@ -106,6 +110,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		defer embedded.Stop()
 		etcdServers = []string{embedded.Endpoint}
 	}
+	cp.etcdServers = etcdServers
 
 	server, err := apiserver.New(apiserver.Config{
 		BindAddress:        c.BindAddress,

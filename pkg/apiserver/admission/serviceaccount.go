@@ -96,5 +96,10 @@ func (p *serviceAccount) get(ctx context.Context, namespace, name string) (*core
 	if err == nil || !apierrors.IsNotFound(err) {
 		return sa, err
 	}
-	return p.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	sa, err = p.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// Kubernetes names the resource in the singular here.
+		return nil, apierrors.NewNotFound(corev1.Resource("serviceaccount"), name)
+	}
+	return sa, err
 }

@@ -5,6 +5,10 @@ package framework
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +26,11 @@ type Cluster struct {
 	Config *rest.Config
 	// Client is an admin clientset.
 	Client kubernetes.Interface
-	stop   func()
+	// EtcdServers are the client URLs of the cluster's etcd.
+	EtcdServers []string
+	stop   func() error
+	once   sync.Once
+	err    error
 }
 
 // Options change what Start runs.
@@ -45,6 +53,19 @@ func Start(t testing.TB, opts ...Options) *Cluster {
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
 	}
+	c, err := start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+func start(o Options) (*Cluster, error) {
 	var components []cluster.Component
 	if !o.NoControllers {
 		components = append(components, func(ctx context.Context, admin *rest.Config) error {
@@ -64,37 +85,34 @@ func Start(t testing.TB, opts ...Options) *Cluster {
 	case <-cp.Ready():
 	case err := <-done:
 		cancel()
-		t.Fatalf("control plane failed to start: %v", err)
+		return nil, fmt.Errorf("control plane failed to start: %w", err)
 	case <-time.After(2 * time.Minute):
 		cancel()
-		t.Fatal("control plane did not become ready within 2 minutes")
+		return nil, errors.New("control plane did not become ready within 2 minutes")
 	}
 	config := cp.AdminConfig()
 	config.QPS, config.Burst = -1, 0 // no client-side throttling in tests
-	client := kubernetes.NewForConfigOrDie(config)
-	c := &Cluster{DataDir: o.DataDir, Config: config, Client: client}
-	var stopped bool
-	c.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
+	c := &Cluster{DataDir: o.DataDir, Config: config, Client: kubernetes.NewForConfigOrDie(config), EtcdServers: cp.EtcdServers()}
+	c.stop = func() error {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("control plane stopped with an error: %v", err)
+				return fmt.Errorf("control plane stopped with an error: %w", err)
 			}
+			return nil
 		case <-time.After(time.Minute):
-			t.Error("control plane did not stop within a minute")
+			return errors.New("control plane did not stop within a minute")
 		}
 	}
-	t.Cleanup(c.stop)
-	return c
+	return c, nil
 }
 
-// Stop stops the control plane now (Start's cleanup does it otherwise).
-func (c *Cluster) Stop() { c.stop() }
+// Stop stops the control plane now; later calls return the first one's result.
+func (c *Cluster) Stop() error {
+	c.once.Do(func() { c.err = c.stop() })
+	return c.err
+}
 
 // ProtobufConfig is the admin's client configuration speaking protobuf.
 func (c *Cluster) ProtobufConfig() *rest.Config {
@@ -102,4 +120,47 @@ func (c *Cluster) ProtobufConfig() *rest.Config {
 	config.ContentType = "application/vnd.kubernetes.protobuf"
 	config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return config
+}
+
+var (
+	sharedMu      sync.Mutex
+	sharedCluster *Cluster
+	sharedDir     string
+)
+
+// StartShared returns the package's shared control plane, starting it on first use. Main
+// stops it after the last test.
+func StartShared(t testing.TB) *Cluster {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedCluster != nil {
+		return sharedCluster
+	}
+	dir, err := os.MkdirTemp("", "berth-integration-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := start(Options{DataDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	sharedCluster, sharedDir = c, dir
+	return c
+}
+
+// Main runs the tests of a package, then stops its shared control plane.
+func Main(m *testing.M) {
+	code := m.Run()
+	sharedMu.Lock()
+	if sharedCluster != nil {
+		if err := sharedCluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		os.RemoveAll(sharedDir)
+	}
+	sharedMu.Unlock()
+	os.Exit(code)
 }

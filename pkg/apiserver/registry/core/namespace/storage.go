@@ -85,6 +85,12 @@ func (r *REST) Delete(ctx context.Context, name string, deleteValidation rest.Va
 		return nil, false, apierrors.NewConflict(corev1.Resource("namespaces"), name,
 			fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *options.Preconditions.UID, ns.UID))
 	}
+	// Admission (NamespaceLifecycle keeps default, kube-system and kube-public) speaks here.
+	if deleteValidation != nil {
+		if err := deleteValidation(ctx, ns); err != nil {
+			return nil, false, err
+		}
+	}
 	if ns.DeletionTimestamp.IsZero() {
 		return r.markTerminating(ctx, name, options)
 	}
