@@ -39,6 +39,7 @@ func newRootCommand() *cobra.Command {
 		newAPIServerCommand(),
 		newControllersCommand(),
 		newKubeconfigCommand(),
+		newBenchCommand(),
 	)
 	return root
 }

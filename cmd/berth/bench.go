@@ -1,0 +1,37 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-cluster/berth/pkg/bench"
+)
+
+func newBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a benchmark scenario and print what it measured (a table, then one JSON line)",
+	}
+	cmd.AddCommand(newBenchAPICommand())
+	return cmd
+}
+
+func newBenchAPICommand() *cobra.Command {
+	var o bench.APIOptions
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Latency of pod create, get, list, patch and delete, watch event delay, and (for a cluster it starts) berth up's memory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunAPI(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster to load (default: start a berth up in a temporary directory)")
+	cmd.Flags().IntVar(&o.Pods, "pods", 1000, "pods to create, get, patch and delete")
+	cmd.Flags().IntVar(&o.Lists, "lists", 20, "how many times to list all of them")
+	cmd.Flags().DurationVar(&o.IdleWait, "idle-wait", 10*time.Second, "how long a started cluster idles before its memory is read")
+	return cmd
+}

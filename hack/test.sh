@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests, the integration tests of the API server on a real etcd, and the
+# end-to-end tests of the berth binary with the real kubectl on PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+unformatted=$(gofmt -l cmd pkg test)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" $unformatted >&2
+  exit 1
+fi
+go vet ./...
+go test -count=1 -timeout 30m ./... "$@"

@@ -1,0 +1,176 @@
+// Package bench holds `berth bench`: scenarios that load a cluster and print what they
+// measured, as a table for people and one JSON line for tools. Without a kubeconfig a scenario
+// starts its own `berth up` as a child process in a temporary directory, so that the memory
+// it reports is that of a real, separate berth process.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// target is the cluster a scenario loads.
+type target struct {
+	config *rest.Config
+	client kubernetes.Interface
+	// child is the `berth up` process the scenario started, or nil.
+	child *exec.Cmd
+	dir   string
+}
+
+// connect returns a target for kubeconfig, or starts a cluster when kubeconfig is empty.
+func connect(ctx context.Context, kubeconfig string) (*target, error) {
+	if kubeconfig != "" {
+		config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return newTarget(config)
+	}
+	return startCluster(ctx)
+}
+
+func newTarget(config *rest.Config) (*target, error) {
+	config = rest.CopyConfig(config)
+	config.QPS, config.Burst = -1, 0 // the scenario sets the pace, not client-side throttling
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	return &target{config: config, client: client}, nil
+}
+
+// startCluster runs `berth up` (this very binary) on free ports in a temporary directory.
+func startCluster(ctx context.Context) (*target, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "berth-bench-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	etcdPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "berth.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "up", "--data-dir", dir, "--port", strconv.Itoa(port), "--etcd-client-port", strconv.Itoa(etcdPort))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting berth up: %w", err)
+	}
+	t := &target{child: cmd, dir: dir}
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return false, nil
+		}
+		config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return false, nil
+		}
+		next, err := newTarget(config)
+		if err != nil {
+			return false, err
+		}
+		status := 0
+		next.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
+		if status != 200 {
+			return false, nil
+		}
+		t.config, t.client = next.config, next.client
+		return true, nil
+	})
+	if err != nil {
+		t.stop()
+		return nil, fmt.Errorf("berth up did not become ready (log in %s): %w", logFile.Name(), err)
+	}
+	return t, nil
+}
+
+// stop ends the child cluster, if the scenario started one, and removes its directory.
+func (t *target) stop() {
+	if t.child == nil {
+		return
+	}
+	_ = t.child.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = t.child.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = t.child.Process.Kill()
+		<-done
+	}
+	os.RemoveAll(t.dir)
+}
+
+// rssBytes is the resident memory of the child cluster, or 0 when there is none.
+func (t *target) rssBytes() int64 {
+	if t.child == nil {
+		return 0
+	}
+	return processRSS(t.child.Process.Pid, "VmRSS")
+}
+
+// peakRSSBytes is the child's peak resident memory so far.
+func (t *target) peakRSSBytes() int64 {
+	if t.child == nil {
+		return 0
+	}
+	return processRSS(t.child.Process.Pid, "VmHWM")
+}
+
+// processRSS reads a memory figure (VmRSS, VmHWM) of a process from /proc, in bytes.
+func processRSS(pid int, field string) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, field+":") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) >= 2 {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
