@@ -28,9 +28,9 @@ type Cluster struct {
 	Client kubernetes.Interface
 	// EtcdServers are the client URLs of the cluster's etcd.
 	EtcdServers []string
-	stop   func() error
-	once   sync.Once
-	err    error
+	stop        func() error
+	once        sync.Once
+	err         error
 }
 
 // Options change what Start runs.
