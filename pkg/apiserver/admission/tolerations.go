@@ -49,19 +49,19 @@ func (p *defaultTolerationSeconds) Admit(_ context.Context, a admission.Attribut
 			unreachable = true
 		}
 	}
-	seconds := DefaultTolerationSeconds
 	if !notReady {
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
-			Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists,
-			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds,
-		})
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, defaultToleration(corev1.TaintNodeNotReady))
 	}
 	if !unreachable {
-		seconds := DefaultTolerationSeconds
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
-			Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
-			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds,
-		})
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, defaultToleration(corev1.TaintNodeUnreachable))
 	}
 	return nil
+}
+
+func defaultToleration(key string) corev1.Toleration {
+	seconds := DefaultTolerationSeconds
+	return corev1.Toleration{
+		Key: key, Operator: corev1.TolerationOpExists,
+		Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds,
+	}
 }
