@@ -74,17 +74,14 @@ func TestNamespaceDeletion(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !contains(err.Error(), "because it is being terminated") {
 		t.Errorf("creating in a terminating namespace: %v, want 403", err)
 	}
-	// The config map goes; the bound pod waits for its node agent.
+	// Pods go first, as in Kubernetes: the bound pod waits for its node agent, and the rest
+	// of the namespace (the config map it might need while stopping) stays until it is gone.
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "cm", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, "bound", metav1.GetOptions{})
+		return err == nil && pod.DeletionTimestamp != nil, err
 	})
 	if err != nil {
-		t.Fatalf("config map of the terminating namespace still there: %v", err)
-	}
-	pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, "bound", metav1.GetOptions{})
-	if err != nil || pod.DeletionTimestamp == nil {
-		t.Fatalf("bound pod: %v %v, want terminating", pod, err)
+		t.Fatalf("the bound pod is not terminating: %v", err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -100,6 +97,9 @@ func TestNamespaceDeletion(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("no NamespaceContentRemaining condition while the pod remains: %v", err)
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "cm", metav1.GetOptions{}); err != nil {
+		t.Errorf("the config map went before the pod: %v", err)
 	}
 	// The node agent's confirmation.
 	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, "bound", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {

@@ -1,0 +1,258 @@
+// Package controllers is berth's controller manager: the control loops that stand beside the
+// pod's flow ("kubectl apply ─► API server ─► scheduler ─► node agent") as ordinary clients of
+// the API server. Each watches what the API server stores through one shared set of
+// informers and writes its corrections back through the API. DESIGN.md gives this folder node
+// lifecycle, podCIDR allocation, pod GC, namespaces and service accounts; today it runs:
+//
+//   - namespace: empties namespaces being deleted, then finalizes them;
+//   - serviceaccount: keeps a "default" service account in every active namespace.
+//
+// `berth up` and `berth controllers` call Run. With leader election, replicas share one
+// coordination.k8s.io Lease and only its holder runs the controllers.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/controllers/namespace"
+	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
+)
+
+// controllerContext is what every controller is built from: clients and the shared informers.
+type controllerContext struct {
+	client    kubernetes.Interface
+	metadata  metadata.Interface
+	discovery discovery.DiscoveryInterface
+	informers informers.SharedInformerFactory
+}
+
+// controller is a built control loop; Run blocks until ctx is done and its workers stopped.
+type controller interface {
+	Run(ctx context.Context, workers int)
+}
+
+// controllers are the control loops Run starts; adding one is adding a line. Worker counts
+// follow kube-controller-manager's, except that service accounts get several workers because
+// clients wait on "default" before they can create pods in a new namespace.
+var controllers = []struct {
+	name    string
+	workers int
+	build   func(controllerContext) controller
+}{
+	{"namespace", 10, func(c controllerContext) controller {
+		return namespace.NewController(c.client, c.metadata, c.discovery, c.informers.Core().V1().Namespaces())
+	}},
+	{"serviceaccount", 5, func(c controllerContext) controller {
+		return serviceaccount.NewController(c.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())
+	}},
+}
+
+// Leader election timings, those of kube-controller-manager: a new leader takes over at most
+// LeaseDuration after the old one stops renewing.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// Options configure Run.
+type Options struct {
+	// LeaderElect runs the controllers only while this process holds the Lease, so that
+	// several replicas can run with exactly one of them active.
+	LeaderElect bool
+	// LeaseName names the Lease; default "berth-controller-manager".
+	LeaseName string
+	// LeaseNamespace is the Lease's namespace; default "kube-system".
+	LeaseNamespace string
+	// Identity is this replica's name in the Lease; default "<hostname>_<random uuid>".
+	Identity string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.LeaseName == "" {
+		o.LeaseName = "berth-controller-manager"
+	}
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = metav1.NamespaceSystem
+	}
+	if o.Identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return o, fmt.Errorf("choosing a leader election identity: %w", err)
+		}
+		// The uuid tells a restarted process from its predecessor on the same host.
+		o.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	return o, nil
+}
+
+// Run runs the controllers against the API server that config reaches and blocks until ctx
+// is done. With opts.LeaderElect the controllers run only while this process holds the Lease;
+// after losing it, Run stops them and campaigns again. It returns nil once ctx is done, or an
+// error if it cannot start.
+func Run(ctx context.Context, config *rest.Config, opts Options) error {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	config = clientConfig(config)
+	cc, err := newControllerContext(config)
+	if err != nil {
+		return err
+	}
+	if !opts.LeaderElect {
+		runControllers(ctx, cc)
+		return nil
+	}
+
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, opts.LeaseNamespace, opts.LeaseName,
+		resourcelock.ResourceLockConfig{Identity: opts.Identity}, config, renewDeadline)
+	if err != nil {
+		return fmt.Errorf("creating the leader election lock: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	for {
+		if err := leadOnce(ctx, lock, cc); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		logger.Info("Lost the controller manager lease, campaigning again", "lease", klog.KRef(opts.LeaseNamespace, opts.LeaseName))
+	}
+}
+
+// clientConfig is config for berth's own clients: protobuf, and enough QPS for the bursts
+// of calls that deleting a namespace makes.
+func clientConfig(config *rest.Config) *rest.Config {
+	config = rest.CopyConfig(config)
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	if config.UserAgent == "" {
+		config.UserAgent = "berth-controller-manager"
+	}
+	if config.QPS == 0 {
+		config.QPS, config.Burst = 50, 100
+	}
+	return config
+}
+
+// newControllerContext builds the clients. Informers are built per run of the controllers,
+// since a factory cannot be restarted once stopped.
+func newControllerContext(config *rest.Config) (controllerContext, error) {
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return controllerContext{}, fmt.Errorf("creating the API client: %w", err)
+	}
+	metadataClient, err := metadata.NewForConfig(config)
+	if err != nil {
+		return controllerContext{}, fmt.Errorf("creating the metadata client: %w", err)
+	}
+	return controllerContext{client: client, metadata: metadataClient, discovery: client.Discovery()}, nil
+}
+
+// runControllers builds the controllers on fresh shared informers, runs them and blocks until
+// ctx is done and every controller and informer goroutine has stopped.
+func runControllers(ctx context.Context, cc controllerContext) {
+	logger := klog.FromContext(ctx)
+	cc.informers = informers.NewSharedInformerFactory(cc.client, 0)
+	built := make([]controller, len(controllers))
+	for i, c := range controllers {
+		built[i] = c.build(cc) // registers informers before the factory starts them
+	}
+	cc.informers.Start(ctx.Done())
+	defer cc.informers.Shutdown()
+
+	var wg sync.WaitGroup
+	for i, c := range controllers {
+		ctx := klog.NewContext(ctx, klog.LoggerWithName(logger, c.name+"-controller"))
+		wg.Go(func() { built[i].Run(ctx, c.workers) })
+	}
+	logger.Info("Started controllers", "count", len(controllers))
+	wg.Wait()
+}
+
+// leadOnce campaigns for the Lease and runs the controllers while holding it. It returns
+// when ctx is done or the Lease is lost, and only after the controllers have stopped, so
+// that two terms never overlap in one process. Because the Lease is released only after the
+// controllers stop (ReleaseOnCancel on a context this function cancels itself), a successor
+// never overlaps with them either, and a clean shutdown hands over at once rather than after
+// LeaseDuration.
+func leadOnce(ctx context.Context, lock resourcelock.Interface, cc controllerContext) error {
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+
+	var (
+		mu      sync.Mutex
+		leading bool
+		stopped = make(chan struct{}) // closed when the controllers have stopped
+	)
+	// Before the Lease is won, ctx ending simply ends the campaign.
+	stopCampaign := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !leading {
+			stopElecting()
+		}
+	})
+	defer stopCampaign()
+
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            lock.Describe(),
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaseCtx context.Context) {
+				mu.Lock()
+				if leaseCtx.Err() != nil || ctx.Err() != nil {
+					mu.Unlock() // lost or told to stop before starting
+					return
+				}
+				leading = true
+				mu.Unlock()
+				defer close(stopped)
+				defer stopElecting() // release the Lease once the controllers are stopped
+
+				runCtx, cancel := context.WithCancel(leaseCtx)
+				defer cancel()
+				stopWithCtx := context.AfterFunc(ctx, cancel)
+				defer stopWithCtx()
+				runControllers(runCtx, cc)
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the leader elector: %w", err)
+	}
+	elector.Run(electCtx)
+
+	// Run has cancelled the lease context, so OnStartedLeading either has set leading or
+	// will return without starting anything.
+	mu.Lock()
+	wasLeading := leading
+	mu.Unlock()
+	if wasLeading {
+		<-stopped
+	}
+	return nil
+}

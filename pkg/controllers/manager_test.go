@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
+)
+
+func TestOptionsWithDefaults(t *testing.T) {
+	got, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LeaseName != "berth-controller-manager" || got.LeaseNamespace != "kube-system" || !strings.Contains(got.Identity, "_") {
+		t.Errorf("defaults = %+v", got)
+	}
+	set := Options{LeaseName: "l", LeaseNamespace: "n", Identity: "me"}
+	if got, _ := set.withDefaults(); got != set {
+		t.Errorf("withDefaults() changed set options: %+v", got)
+	}
+}
+
+func TestClientConfig(t *testing.T) {
+	in := &rest.Config{Host: "https://example"}
+	got := clientConfig(in)
+	if got.ContentType != "application/vnd.kubernetes.protobuf" || got.QPS != 50 || got.UserAgent == "" {
+		t.Errorf("clientConfig() = %+v", got)
+	}
+	if in.ContentType != "" {
+		t.Error("clientConfig() modified its argument")
+	}
+}
+
+func fakeControllerContext() (controllerContext, *fake.Clientset) {
+	client := fake.NewClientset()
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	return controllerContext{client: client, metadata: metadatafake.NewSimpleMetadataClient(scheme), discovery: client.Discovery()}, client
+}
+
+func leaseLock(client *fake.Clientset, identity string) *resourcelock.LeaseLock {
+	return &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "berth-controller-manager"},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+}
+
+// TestLeadOnce wins a free Lease, runs the controllers until its context ends, then stops
+// them and releases the Lease so a successor need not wait for it to expire.
+func TestLeadOnce(t *testing.T) {
+	cc, client := fakeControllerContext()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- leadOnce(ctx, leaseLock(client, "me"), cc) }()
+
+	getLease := func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return client.CoordinationV1().Leases("kube-system").Get(ctx, "berth-controller-manager", metav1.GetOptions{})
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		lease, err := getLease(ctx)
+		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") == "me", nil
+	})
+	if err != nil {
+		t.Fatalf("the Lease was not acquired: %v", err)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("leadOnce() = %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("leadOnce did not return after its context ended")
+	}
+	lease, err := getLease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != "" {
+		t.Errorf("Lease still held by %q, want it released", holder)
+	}
+}
+
+// TestLeadOnceWhileAnotherLeads campaigns against a Lease someone else holds: nothing runs,
+// and the campaign ends with the context.
+func TestLeadOnceWhileAnotherLeads(t *testing.T) {
+	cc, client := fakeControllerContext()
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "berth-controller-manager"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("other"),
+			LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime:          &metav1.MicroTime{Time: time.Now()},
+			RenewTime:            &metav1.MicroTime{Time: time.Now()},
+		},
+	}
+	if _, err := client.CoordinationV1().Leases("kube-system").Create(context.Background(), held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := leadOnce(ctx, leaseLock(client, "me"), cc); err != nil {
+		t.Fatalf("leadOnce() = %v", err)
+	}
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "namespaces" || a.GetResource().Resource == "serviceaccounts" {
+			t.Errorf("controllers ran without the Lease: %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	lease, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "berth-controller-manager", metav1.GetOptions{})
+	if err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") != "other" {
+		t.Errorf("Lease = %+v, %v; want it still held by other", lease, err)
+	}
+}
