@@ -136,6 +136,7 @@ func New(c Config) (*Server, error) {
 	if err := installAPIs(gs, rc.RESTOptionsGetter); err != nil {
 		return nil, err
 	}
+	installEmptyCRDList(gs)
 	return &Server{generic: gs, Port: port}, nil
 }
 
