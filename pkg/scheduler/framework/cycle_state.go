@@ -19,11 +19,11 @@ type StateData interface {
 var ErrNotFound = errors.New("not found")
 
 // CycleState is the scratch space of one scheduling cycle: PreFilter computes something once
-// and Filter reads it for every node. Plugins write and read it concurrently (Filter runs in
-// parallel over nodes), so it is locked.
+// and Filter reads it for every node. Plugins read it concurrently (Filter runs in parallel
+// over nodes) and almost never write after PreFilter: a sync.Map serves that without the
+// shared reader counter an RWMutex would make every Filter call contend on.
 type CycleState struct {
-	mu      sync.RWMutex
-	storage map[StateKey]StateData
+	storage sync.Map // StateKey → StateData
 	// SkipFilterPlugins and SkipScorePlugins name plugins whose PreFilter/PreScore said Skip.
 	SkipFilterPlugins sets.Set[string]
 	SkipScorePlugins  sets.Set[string]
@@ -31,31 +31,25 @@ type CycleState struct {
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
-	return &CycleState{storage: map[StateKey]StateData{}}
+	return &CycleState{}
 }
 
 // Read returns the data under key.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if v, ok := c.storage[key]; ok {
-		return v, nil
+	if v, ok := c.storage.Load(key); ok {
+		return v.(StateData), nil
 	}
 	return nil, ErrNotFound
 }
 
 // Write stores data under key.
 func (c *CycleState) Write(key StateKey, data StateData) {
-	c.mu.Lock()
-	c.storage[key] = data
-	c.mu.Unlock()
+	c.storage.Store(key, data)
 }
 
 // Delete removes key.
 func (c *CycleState) Delete(key StateKey) {
-	c.mu.Lock()
-	delete(c.storage, key)
-	c.mu.Unlock()
+	c.storage.Delete(key)
 }
 
 // Clone copies the state, each piece by its own Clone.
@@ -63,12 +57,11 @@ func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	out := NewCycleState()
-	for k, v := range c.storage {
-		out.storage[k] = v.Clone()
-	}
+	c.storage.Range(func(k, v any) bool {
+		out.storage.Store(k, v.(StateData).Clone())
+		return true
+	})
 	out.SkipFilterPlugins = c.SkipFilterPlugins.Clone()
 	out.SkipScorePlugins = c.SkipScorePlugins.Clone()
 	return out
