@@ -114,19 +114,34 @@ func (n *NodeInfo) update(pi *PodInfo, sign int64) {
 	}
 	n.NonZeroRequested.MilliCPU += sign * pi.NonZeroMilliCPU
 	n.NonZeroRequested.Memory += sign * pi.NonZeroMemory
-	for _, c := range pi.Pod.Spec.Containers {
+	forEachHostPort(pi.Pod, func(p v1.ContainerPort) {
+		if sign > 0 {
+			n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
+		} else {
+			n.UsedPorts.Remove(p.HostIP, string(p.Protocol), p.HostPort)
+		}
+	})
+	n.Generation = nextGeneration()
+}
+
+// forEachHostPort calls fn for every host port of the pod's app containers and sidecars (init
+// containers that keep running); plain init containers have exited by the time others run.
+func forEachHostPort(pod *v1.Pod, fn func(v1.ContainerPort)) {
+	visit := func(c *v1.Container) {
 		for _, p := range c.Ports {
-			if p.HostPort <= 0 {
-				continue
-			}
-			if sign > 0 {
-				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
-			} else {
-				n.UsedPorts.Remove(p.HostIP, string(p.Protocol), p.HostPort)
+			if p.HostPort > 0 {
+				fn(p)
 			}
 		}
 	}
-	n.Generation = nextGeneration()
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			visit(c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		visit(&pod.Spec.Containers[i])
+	}
 }
 
 func hasAffinity(pi *PodInfo) bool {
