@@ -38,6 +38,7 @@ func newRootCommand() *cobra.Command {
 		newUpCommand(),
 		newAPIServerCommand(),
 		newControllersCommand(),
+		newSchedulerCommand(),
 		newKubeconfigCommand(),
 		newBenchCommand(),
 	)

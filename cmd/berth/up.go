@@ -10,6 +10,8 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/controllers"
+	"github.com/berth-cluster/berth/pkg/scheduler"
+	schedconfig "github.com/berth-cluster/berth/pkg/scheduler/config"
 )
 
 // controlPlaneFlags are the flags `berth up` and `berth apiserver` share.
@@ -22,6 +24,9 @@ type controlPlaneFlags struct {
 	etcdCertFile   string
 	etcdKeyFile    string
 	etcdClientPort int
+	// `berth up` only
+	schedulerConfig  string
+	schedulerAddress string
 }
 
 func (f *controlPlaneFlags) add(cmd *cobra.Command) {
@@ -59,7 +64,7 @@ func newUpCommand() *cobra.Command {
 		Use:   "up",
 		Short: "Run a whole cluster in this process until SIGINT or SIGTERM",
 		Long: `up runs a whole cluster in the foreground: etcd (embedded unless --etcd-servers is
-given), the Kubernetes API server and the controllers. It writes DATA_DIR/admin.kubeconfig,
+given), the Kubernetes API server, the controllers and the scheduler. It writes DATA_DIR/admin.kubeconfig,
 which kubectl and client-go use to reach it, and keeps all state in DATA_DIR across restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,15 +72,24 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 			if err != nil {
 				return err
 			}
+			schedulerConfig, err := schedconfig.Load(f.schedulerConfig)
+			if err != nil {
+				return err
+			}
 			cfg.Components = []cluster.Component{
 				func(ctx context.Context, admin *rest.Config) error {
 					return controllers.Run(ctx, admin, controllers.Options{})
+				},
+				func(ctx context.Context, admin *rest.Config) error {
+					return scheduler.Run(ctx, admin, schedulerConfig, scheduler.ServerOptions{Address: f.schedulerAddress})
 				},
 			}
 			return runControlPlane(cmd, cfg)
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().StringVar(&f.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file for the scheduler (default: kube-scheduler's defaults)")
+	cmd.Flags().StringVar(&f.schedulerAddress, "scheduler-health-address", "127.0.0.1:10259", "address of the scheduler's /healthz and /metrics (empty: none)")
 	return cmd
 }
 

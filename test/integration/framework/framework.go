@@ -41,6 +41,8 @@ type Options struct {
 	NoControllers bool
 	// EtcdServers points the API server at an external etcd.
 	EtcdServers []string
+	// Components run beside the controllers once the API server is ready (a scheduler, ...).
+	Components []cluster.Component
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -72,6 +74,7 @@ func start(o Options) (*Cluster, error) {
 			return controllers.Run(ctx, admin, controllers.Options{})
 		})
 	}
+	components = append(components, o.Components...)
 	cp := cluster.New(cluster.Config{
 		DataDir:     o.DataDir,
 		Port:        0,
