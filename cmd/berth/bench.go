@@ -13,7 +13,7 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Run a benchmark scenario and print what it measured (a table, then one JSON line)",
 	}
-	cmd.AddCommand(newBenchAPICommand())
+	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand())
 	return cmd
 }
 
@@ -33,5 +33,24 @@ func newBenchAPICommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.Pods, "pods", 1000, "pods to create, get, patch and delete")
 	cmd.Flags().IntVar(&o.Lists, "lists", 20, "how many times to list all of them")
 	cmd.Flags().DurationVar(&o.IdleWait, "idle-wait", 10*time.Second, "how long a started cluster idles before its memory is read")
+	return cmd
+}
+
+func newBenchScheduleCommand() *cobra.Command {
+	var o bench.ScheduleOptions
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Scheduler throughput and per-pod latency on nodes that are API objects only",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunSchedule(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster to load, with a scheduler (default: start a control plane and a scheduler in this process)")
+	cmd.Flags().IntVar(&o.Nodes, "nodes", 5000, "nodes to create")
+	cmd.Flags().IntVar(&o.Pods, "pods", 10000, "pods to create")
+	cmd.Flags().IntVar(&o.Creators, "creators", 32, "goroutines creating pods at once")
 	return cmd
 }
