@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,10 +11,32 @@ import (
 )
 
 func newBenchCommand() *cobra.Command {
+	var cpuProfile string
+	var stopProfile func()
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run a benchmark scenario and print what it measured (a table, then one JSON line)",
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if cpuProfile == "" {
+				return nil
+			}
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+			return nil
+		},
+		PersistentPostRun: func(*cobra.Command, []string) {
+			if stopProfile != nil {
+				stopProfile()
+			}
+		},
 	}
+	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (for scenarios that run the cluster in process) to this file")
 	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand())
 	return cmd
 }

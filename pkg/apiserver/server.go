@@ -178,7 +178,7 @@ func applyAuth(c Config, gc *genericapiserver.Config) error {
 	if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
 		return fmt.Errorf("client CA: %w", err)
 	}
-	certs := x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion)
+	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
 	gc.Authentication.Authenticator = union.New(
 		group.NewAuthenticatedGroupAdder(certs),
 		authenticator.Request(publicAuthenticator{}),

@@ -54,11 +54,16 @@ func RunSchedule(ctx context.Context, out io.Writer, o ScheduleOptions) error {
 	// Let the scheduler's informer see every node before the clock starts.
 	time.Sleep(2 * time.Second)
 
-	w, err := t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	list, err := t.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	resourceVersion := list.ResourceVersion
+	w, err := t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion})
+	if err != nil {
+		return err
+	}
+	defer func() { w.Stop() }()
 
 	var mu sync.Mutex
 	created := make(map[string]time.Time, o.Pods)
@@ -87,13 +92,22 @@ func RunSchedule(ctx context.Context, out io.Writer, o ScheduleOptions) error {
 			createErr = nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return fmt.Errorf("the watch ended after %d bound pods", bound)
+				// The API server closes a watch that falls behind; resume where it stopped,
+				// as an informer would.
+				if w, err = t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion}); err != nil {
+					return fmt.Errorf("resuming the watch after %d bound pods: %w", bound, err)
+				}
+				continue
 			}
 			if ev.Type == watch.Error {
 				return fmt.Errorf("the watch failed after %d bound pods: %v", bound, ev.Object)
 			}
 			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type != watch.Modified || pod.Spec.NodeName == "" {
+			if !isPod {
+				continue
+			}
+			resourceVersion = pod.ResourceVersion
+			if ev.Type != watch.Modified || pod.Spec.NodeName == "" {
 				continue
 			}
 			mu.Lock()

@@ -54,7 +54,13 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.Register(registry)
 
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	// Events get a client (and rate limit) of their own, as in kube-scheduler, so that a burst
+	// of events never delays a binding.
+	eventClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventClient.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +23,10 @@ import (
 // It keeps its own copy of each PodInfo: the queue updates its PodInfos in place, and a
 // reader must never see one half-updated.
 type nominator struct {
-	mu sync.RWMutex
+	// count is how many pods are nominated: Filter asks about every node of every cycle,
+	// and with no nominations (the usual case) the answer must cost no lock.
+	count atomic.Int64
+	mu    sync.RWMutex
 	// podLister, when set, keeps a nomination from being recorded for a pod that is gone or
 	// already bound (preemption nominates asynchronously).
 	podLister listersv1.PodLister
@@ -70,6 +74,7 @@ func (n *nominator) addLocked(logger klog.Logger, pi *framework.PodInfo, ni *fra
 	}
 	snapshot := *pi
 	n.nodeOf[pod.UID] = nodeName
+	n.count.Store(int64(len(n.nodeOf)))
 	n.byNode[nodeName] = append(n.byNode[nodeName], &snapshot)
 }
 
@@ -85,6 +90,7 @@ func (n *nominator) deleteLocked(pod *v1.Pod) {
 		return
 	}
 	delete(n.nodeOf, pod.UID)
+	n.count.Store(int64(len(n.nodeOf)))
 	pods := n.byNode[nodeName]
 	for i, pi := range pods {
 		if pi.Pod.UID == pod.UID {
@@ -118,6 +124,9 @@ func (n *nominator) update(logger klog.Logger, oldPod *v1.Pod, newPI *framework.
 // forNode returns copies of the PodInfos nominated for nodeName (the pods themselves are
 // shared and, as every object from an informer, read-only); nil when there are none.
 func (n *nominator) forNode(nodeName string) []*framework.PodInfo {
+	if n.count.Load() == 0 {
+		return nil
+	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	pods := n.byNode[nodeName]

@@ -9,6 +9,7 @@ package parallelize
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -57,6 +58,10 @@ func (p Parallelizer) Until(ctx context.Context, pieces int, do func(i int), ope
 	parallelism := p.parallelism
 	if parallelism <= 0 {
 		parallelism = DefaultParallelism
+	}
+	// The work is CPU-bound: goroutines beyond the Go runtime's processors only add hand-offs.
+	if procs := runtime.GOMAXPROCS(0); parallelism > procs {
+		parallelism = procs
 	}
 	chunkSize := chunkSizeFor(pieces, parallelism)
 	chunks := (pieces + chunkSize - 1) / chunkSize
