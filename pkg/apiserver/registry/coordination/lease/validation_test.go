@@ -44,7 +44,7 @@ func leaseForValidation(mutate ...func(*coordinationv1.LeaseSpec)) *coordination
 	return l
 }
 
-func strategy(s string) func(*coordinationv1.LeaseSpec) {
+func withStrategy(s string) func(*coordinationv1.LeaseSpec) {
 	return func(spec *coordinationv1.LeaseSpec) {
 		spec.Strategy = ptr.To(coordinationv1.CoordinatedLeaseStrategy(s))
 	}
@@ -68,13 +68,13 @@ func TestValidateLease(t *testing.T) {
 		{name: "zero transitions", lease: leaseForValidation(func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](0) })},
 		{name: "negative transitions", lease: leaseForValidation(func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](-1) }),
 			want: []string{"FieldValueInvalid spec.leaseTransitions"}},
-		{name: "known strategy", lease: leaseForValidation(strategy(string(coordinationv1.OldestEmulationVersion)), preferredHolder("a"))},
-		{name: "custom strategy", lease: leaseForValidation(strategy("example.com/Newest"))},
-		{name: "unknown built-in strategy", lease: leaseForValidation(strategy("Newest")),
+		{name: "known strategy", lease: leaseForValidation(withStrategy(string(coordinationv1.OldestEmulationVersion)), preferredHolder("a"))},
+		{name: "custom strategy", lease: leaseForValidation(withStrategy("example.com/Newest"))},
+		{name: "unknown built-in strategy", lease: leaseForValidation(withStrategy("Newest")),
 			want: []string{"FieldValueNotSupported spec.strategy.strategy"}},
-		{name: "empty strategy", lease: leaseForValidation(strategy("")),
+		{name: "empty strategy", lease: leaseForValidation(withStrategy("")),
 			want: []string{"FieldValueNotSupported spec.strategy.strategy"}},
-		{name: "bad custom strategy", lease: leaseForValidation(strategy("example.com/a b")),
+		{name: "bad custom strategy", lease: leaseForValidation(withStrategy("example.com/a b")),
 			want: []string{"FieldValueInvalid spec.strategy.strategy"}},
 		{name: "preferred holder without strategy", lease: leaseForValidation(preferredHolder("a")),
 			want: []string{"FieldValueForbidden spec.preferredHolder"}},
