@@ -46,6 +46,14 @@ func newCluster(subcommand, dataDir string, extraArgs ...string) (*cluster, erro
 	if err != nil {
 		return nil, err
 	}
+	if subcommand == "up" {
+		// Several clusters run at once: the scheduler's health port must differ too.
+		schedulerPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		extraArgs = append([]string{"--scheduler-health-address", "127.0.0.1:" + strconv.Itoa(schedulerPort)}, extraArgs...)
+	}
 	return &cluster{subcommand: subcommand, dataDir: dataDir, port: port, etcdPort: etcdPort, extraArgs: extraArgs}, nil
 }
 

@@ -15,7 +15,8 @@ func TestPodBindingAndEviction(t *testing.T) {
 	c := sharedCluster(t)
 	ns := c.newNamespace(t)
 	node := "e2e-bind-node"
-	c.mustIn(t, fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\nstatus:\n  capacity:\n    cpu: \"4\"\n    memory: 8Gi\n    pods: \"110\"\n", node), "apply", "-f", "-")
+	// Tainted, so that the scheduler puts no other test's pod there.
+	c.mustIn(t, fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\nspec:\n  taints:\n  - key: e2e.berth.io/manual\n    effect: NoSchedule\nstatus:\n  capacity:\n    cpu: \"4\"\n    memory: 8Gi\n    pods: \"110\"\n", node), "apply", "-f", "-")
 	t.Cleanup(func() { c.kubectl(t, "delete", "node", node, "--wait=false") })
 	if out := c.must(t, "get", "node", node, "-o", "jsonpath={.status.allocatable}"); out != `{"cpu":"4","memory":"8Gi","pods":"110"}` {
 		t.Errorf("allocatable %s, want it defaulted from capacity", out)
@@ -35,7 +36,7 @@ func TestPodBindingAndEviction(t *testing.T) {
 		}
 	}
 	for _, pod := range []string{"bound", "drained"} {
-		c.mustIn(t, podManifest(ns, pod, "busybox:1.36"), "apply", "-f", "-")
+		c.mustIn(t, manualPodManifest(ns, pod, "busybox:1.36"), "apply", "-f", "-")
 		bind(pod)
 	}
 	out := c.must(t, "get", "pods", "-n", ns, "-o", "wide")
