@@ -41,6 +41,7 @@ func newRootCommand() *cobra.Command {
 		newSchedulerCommand(),
 		newKubeconfigCommand(),
 		newBenchCommand(),
+		newImageCommand(),
 	)
 	return root
 }
