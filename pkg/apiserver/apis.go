@@ -25,8 +25,8 @@ import (
 
 // installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
 // groups under /apis.
-func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter) error {
-	core, err := coreStorage(getter)
+func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection) error {
+	core, err := coreStorage(getter, kubelet)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func newGroup(group string) genericapiserver.APIGroupInfo {
 	return genericapiserver.NewDefaultAPIGroupInfo(group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
 }
 
-func coreStorage(getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
+func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection) (map[string]rest.Storage, error) {
 	pods, err := pod.NewStorage(getter)
 	if err != nil {
 		return nil, err
@@ -106,6 +106,7 @@ func coreStorage(getter generic.RESTOptionsGetter) (map[string]rest.Storage, err
 		"pods/status":         pods.Status,
 		"pods/binding":        pods.Binding,
 		"pods/eviction":       pods.Eviction,
+		"pods/log":            pod.NewLogREST(pods.Pod.Store, nodes.Node.Store, kubelet),
 		"bindings":            pods.LegacyBinding,
 		"nodes":               nodes.Node,
 		"nodes/status":        nodes.Status,

@@ -31,6 +31,7 @@ func init() {
 	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
 	utilruntime.Must(event.RegisterConversions(s))
+	utilruntime.Must(registerQueryParameterConversions(s))
 
 	v1 := corev1.SchemeGroupVersion
 	for _, f := range []struct {

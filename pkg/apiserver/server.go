@@ -40,6 +40,7 @@ import (
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
 	"github.com/berth-cluster/berth/pkg/version"
 )
@@ -53,6 +54,11 @@ type Config struct {
 	ServingCertFile, ServingKeyFile string
 	// ClientCAFile holds the CA that client certificates must chain to.
 	ClientCAFile string
+
+	// KubeletClientCertFile and KubeletClientKeyFile are the client certificate the API server
+	// presents to node agents (pods/log); KubeletCAFile is the CA their serving certificates
+	// chain to (ClientCAFile when empty).
+	KubeletClientCertFile, KubeletClientKeyFile, KubeletCAFile string
 
 	// EtcdServers are the etcd client URLs; EtcdCAFile, EtcdCertFile and EtcdKeyFile secure
 	// the connection when etcd wants TLS.
@@ -133,7 +139,15 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter); err != nil {
+	kubeletCA := c.KubeletCAFile
+	if kubeletCA == "" {
+		kubeletCA = c.ClientCAFile
+	}
+	kubelet, err := pod.NewKubeletConnection(kubeletCA, c.KubeletClientCertFile, c.KubeletClientKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet); err != nil {
 		return nil, err
 	}
 	installEmptyCRDList(gs)

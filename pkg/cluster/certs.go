@@ -13,12 +13,14 @@ type controlPlaneCerts struct {
 	ca                      *pki.CA
 	caFile                  string
 	servingCert, servingKey string
+	// kubeletClientCert and kubeletClientKey are what the API server presents to node agents.
+	kubeletClientCert, kubeletClientKey string
 }
 
 // ensureControlPlaneCerts makes (once) the cluster CA and the API server's serving
 // certificate, for every name and address a client on this machine might use.
 func ensureControlPlaneCerts(dir string) (*controlPlaneCerts, error) {
-	ca, err := pki.EnsureCA(dir, "berth-ca")
+	ca, err := pki.EnsureCA(dir, caCommonName)
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
 	}
@@ -32,7 +34,12 @@ func ensureControlPlaneCerts(dir string) (*controlPlaneCerts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API server certificate: %w", err)
 	}
-	return &controlPlaneCerts{ca: ca, caFile: filepath.Join(dir, "ca.crt"), servingCert: cert, servingKey: key}, nil
+	kubeletCert, kubeletKey, err := ensureKubeletClientCert(dir, ca)
+	if err != nil {
+		return nil, err
+	}
+	return &controlPlaneCerts{ca: ca, caFile: filepath.Join(dir, "ca.crt"), servingCert: cert, servingKey: key,
+		kubeletClientCert: kubeletCert, kubeletClientKey: kubeletKey}, nil
 }
 
 // hostIPs are the machine's global unicast addresses.

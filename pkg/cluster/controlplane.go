@@ -113,16 +113,19 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 	cp.etcdServers = etcdServers
 
 	server, err := apiserver.New(apiserver.Config{
-		BindAddress:        c.BindAddress,
-		Port:               c.Port,
-		ServingCertFile:    certs.servingCert,
-		ServingKeyFile:     certs.servingKey,
-		ClientCAFile:       certs.caFile,
-		EtcdServers:        etcdServers,
-		EtcdCAFile:         c.EtcdCAFile,
-		EtcdCertFile:       c.EtcdCertFile,
-		EtcdKeyFile:        c.EtcdKeyFile,
-		CompactionInterval: 5 * time.Minute,
+		BindAddress:           c.BindAddress,
+		Port:                  c.Port,
+		ServingCertFile:       certs.servingCert,
+		ServingKeyFile:        certs.servingKey,
+		ClientCAFile:          certs.caFile,
+		KubeletClientCertFile: certs.kubeletClientCert,
+		KubeletClientKeyFile:  certs.kubeletClientKey,
+		KubeletCAFile:         certs.caFile,
+		EtcdServers:           etcdServers,
+		EtcdCAFile:            c.EtcdCAFile,
+		EtcdCertFile:          c.EtcdCertFile,
+		EtcdKeyFile:           c.EtcdKeyFile,
+		CompactionInterval:    5 * time.Minute,
 	})
 	if err != nil {
 		return err

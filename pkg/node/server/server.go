@@ -1,0 +1,225 @@
+// Package server is the node agent's HTTPS API on :10250, which the API server and the cluster's
+// tools call: seed 000's logServer (/logs/, the node's /var/log) grown into the kubelet's server
+// with /healthz, /pods and /containerLogs, the endpoint behind `kubectl logs`.
+//
+// Every endpoint but /healthz wants a client certificate of the cluster CA (the API server's
+// apiserver-kubelet-client certificate); requests without one get 401. Any such certificate may
+// use every endpoint: the node agent does not authorize requests yet (the kubelet asks the API
+// server with a SubjectAccessReview).
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/node/container"
+)
+
+// DefaultLogsDir is what /logs/ serves, as the kubelet's logServer.
+const DefaultLogsDir = "/var/log"
+
+// shutdownTimeout is how long running requests (log streams) get to finish when ctx ends.
+const shutdownTimeout = 5 * time.Second
+
+// ServerConfig says where and how the node API serves.
+type ServerConfig struct {
+	// Address is host:port to listen on (":10250").
+	Address string
+	// CertFile and KeyFile are the node's serving certificate (cluster.EnsureNodeServing).
+	CertFile, KeyFile string
+	// ClientCAFile holds the CA client certificates must chain to: the cluster CA.
+	ClientCAFile string
+	// LogsDir is served under /logs/ (/var/log).
+	LogsDir string
+	// SyncLoopHealthy, when set, is a /healthz check ("syncloop"): an error when the node
+	// agent's sync loop is stuck.
+	SyncLoopHealthy func() error
+}
+
+// PodSource is the node agent's set of pods (its pod manager).
+type PodSource interface {
+	GetPods() []*v1.Pod
+	GetPodByName(namespace, name string) (*v1.Pod, bool)
+}
+
+// PodStatusSource is optionally implemented by a PodSource that knows pods' newest statuses
+// (the status manager's), fresher than the pods' own.
+type PodStatusSource interface {
+	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
+}
+
+// Serve serves the node API on cfg.Address until ctx ends, then lets running requests finish
+// for a few seconds. It returns nil after ctx ends, or why it could not serve.
+func Serve(ctx context.Context, cfg ServerConfig, pods PodSource, runtime container.Runtime) error {
+	ln, err := net.Listen("tcp", cfg.Address)
+	if err != nil {
+		return fmt.Errorf("node API: %w", err)
+	}
+	return serve(ctx, ln, cfg, pods, runtime)
+}
+
+// serve serves on ln, which it closes.
+func serve(ctx context.Context, ln net.Listener, cfg ServerConfig, pods PodSource, runtime container.Runtime) error {
+	logger := klog.FromContext(ctx)
+	tlsConfig, err := serverTLSConfig(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	handler, err := newHandler(cfg, pods, runtime)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	logger.Info("Serving the node API", "address", ln.Addr().String())
+	select {
+	case err := <-done:
+		return fmt.Errorf("node API: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Follow streams end with their request contexts; whatever is left is cut.
+		srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("node API: %w", err)
+	}
+	return nil
+}
+
+// serverTLSConfig presents the node's certificate and asks for (but does not demand) a client
+// certificate, so that a request without one gets a 401 rather than a failed handshake.
+func serverTLSConfig(cfg ServerConfig) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("node API serving certificate: %w", err)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequestClientCert,
+	}, nil
+}
+
+// handler routes the node API's requests.
+type handler struct {
+	pods      PodSource
+	runtime   container.Runtime
+	clientCAs *x509.CertPool
+}
+
+// newHandler returns the node API: /healthz without authentication, the rest behind it.
+func newHandler(cfg ServerConfig, pods PodSource, runtime container.Runtime) (http.Handler, error) {
+	pem, err := os.ReadFile(cfg.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("node API client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("node API client CA: no certificate in %s", cfg.ClientCAFile)
+	}
+	h := &handler{pods: pods, runtime: runtime, clientCAs: pool}
+	logsDir := cfg.LogsDir
+	if logsDir == "" {
+		logsDir = DefaultLogsDir
+	}
+
+	mux := http.NewServeMux()
+	checks := []healthz.HealthChecker{healthz.PingHealthz, healthz.LogHealthz}
+	if cfg.SyncLoopHealthy != nil {
+		checks = append(checks, healthz.NamedCheck("syncloop", func(*http.Request) error { return cfg.SyncLoopHealthy() }))
+	}
+	healthz.InstallHandler(mux, checks...)
+	mux.Handle("GET /pods", h.authenticated(http.HandlerFunc(h.getPods)))
+	mux.Handle("GET /containerLogs/", h.authenticated(http.HandlerFunc(h.getContainerLogs)))
+	mux.Handle("GET /logs/", h.authenticated(http.StripPrefix("/logs/", http.FileServer(http.Dir(logsDir)))))
+	return mux, nil
+}
+
+// authenticated lets a request through when its client certificate chains to the cluster CA.
+func (h *handler) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, err := h.authenticate(r)
+		if err != nil {
+			klog.FromContext(r.Context()).V(3).Info("Unauthorized node API request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+			return
+		}
+		klog.FromContext(r.Context()).V(4).Info("Node API request", "user", user, "path", r.URL.Path)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate verifies the request's client certificate and returns its user (common name).
+func (h *handler) authenticate(r *http.Request) (string, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return "", errors.New("no client certificate")
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	intermediates := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		intermediates.AddCert(c)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         h.clientCAs,
+		Intermediates: intermediates,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return "", fmt.Errorf("verifying the client certificate of %q: %w", leaf.Subject.CommonName, err)
+	}
+	return leaf.Subject.CommonName, nil
+}
+
+// writeStatus answers with a Kubernetes Status, as the API server does.
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+	status := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Message:  message,
+		Reason:   reason,
+		Code:     int32(code),
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(&status)
+}
+
+// getPods lists the pods the node agent runs, as a v1 PodList.
+func (h *handler) getPods(w http.ResponseWriter, r *http.Request) {
+	list := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, pod := range h.pods.GetPods() {
+		list.Items = append(list.Items, *pod)
+	}
+	data, err := json.Marshal(&list)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}
