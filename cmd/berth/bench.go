@@ -37,7 +37,7 @@ func newBenchCommand() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (for scenarios that run the cluster in process) to this file")
-	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand())
+	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand())
 	return cmd
 }
 
@@ -76,5 +76,24 @@ func newBenchScheduleCommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.Nodes, "nodes", 5000, "nodes to create")
 	cmd.Flags().IntVar(&o.Pods, "pods", 10000, "pods to create")
 	cmd.Flags().IntVar(&o.Creators, "creators", 32, "goroutines creating pods at once")
+	return cmd
+}
+
+func newBenchStartupCommand() *cobra.Command {
+	var o bench.StartupOptions
+	cmd := &cobra.Command{
+		Use:   "startup",
+		Short: "Pod startup latency (Kubernetes' SLI: creation to all containers started, image present)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunStartup(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster with a Ready node (default: start berth up with its node agent in a temporary directory; needs root)")
+	cmd.Flags().IntVar(&o.Pods, "pods", 1, "pods created at once")
+	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "how many times to create them (deleting them in between)")
+	cmd.Flags().StringVar(&o.Image, "image", "", "image of the pods' container, already on the node (default: berth's sandbox image)")
 	return cmd
 }

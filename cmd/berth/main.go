@@ -39,6 +39,7 @@ func newRootCommand() *cobra.Command {
 		newAPIServerCommand(),
 		newControllersCommand(),
 		newSchedulerCommand(),
+		newNodeCommand(),
 		newKubeconfigCommand(),
 		newBenchCommand(),
 		newImageCommand(),

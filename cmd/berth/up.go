@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
 	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/controllers"
+	"github.com/berth-cluster/berth/pkg/node"
 	"github.com/berth-cluster/berth/pkg/scheduler"
 	schedconfig "github.com/berth-cluster/berth/pkg/scheduler/config"
 )
@@ -27,6 +30,8 @@ type controlPlaneFlags struct {
 	// `berth up` only
 	schedulerConfig  string
 	schedulerAddress string
+	runNode          bool
+	node             nodeFlags
 }
 
 func (f *controlPlaneFlags) add(cmd *cobra.Command) {
@@ -64,7 +69,8 @@ func newUpCommand() *cobra.Command {
 		Use:   "up",
 		Short: "Run a whole cluster in this process until SIGINT or SIGTERM",
 		Long: `up runs a whole cluster in the foreground: etcd (embedded unless --etcd-servers is
-given), the Kubernetes API server, the controllers and the scheduler. It writes DATA_DIR/admin.kubeconfig,
+given), the Kubernetes API server, the controllers, the scheduler and a node agent (as root).
+It writes DATA_DIR/admin.kubeconfig,
 which kubectl and client-go use to reach it, and keeps all state in DATA_DIR across restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,12 +83,32 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 				return err
 			}
 			cfg.Components = []cluster.Component{
+				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
+				// once instead of waiting for its previous self's to expire.
 				func(ctx context.Context, admin *rest.Config) error {
-					return controllers.Run(ctx, admin, controllers.Options{})
+					return controllers.Run(ctx, admin, controllers.Options{LeaderElect: true, Identity: upIdentity()})
 				},
 				func(ctx context.Context, admin *rest.Config) error {
-					return scheduler.Run(ctx, admin, schedulerConfig, scheduler.ServerOptions{Address: f.schedulerAddress})
+					return scheduler.Run(ctx, admin, schedulerConfig, scheduler.ServerOptions{Address: f.schedulerAddress, Identity: upIdentity()})
 				},
+			}
+			if f.runNode {
+				if os.Geteuid() != 0 {
+					return fmt.Errorf("the node agent needs root (containerd, cgroups, networking); run as root or pass --node=false")
+				}
+				nodeConfig, err := f.node.config(filepath.Join(f.dataDir, "node"), cluster.PKIDir(f.dataDir))
+				if err != nil {
+					return err
+				}
+				if nodeConfig.ManifestPath == "" {
+					nodeConfig.ManifestPath = filepath.Join(f.dataDir, "manifests")
+					if err := os.MkdirAll(nodeConfig.ManifestPath, 0o755); err != nil {
+						return err
+					}
+				}
+				cfg.Components = append(cfg.Components, func(ctx context.Context, admin *rest.Config) error {
+					return node.Run(ctx, admin, nodeConfig)
+				})
 			}
 			return runControlPlane(cmd, cfg)
 		},
@@ -90,6 +116,8 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 	f.add(cmd)
 	cmd.Flags().StringVar(&f.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file for the scheduler (default: kube-scheduler's defaults)")
 	cmd.Flags().StringVar(&f.schedulerAddress, "scheduler-health-address", "127.0.0.1:10259", "address of the scheduler's /healthz and /metrics (empty: none)")
+	cmd.Flags().BoolVar(&f.runNode, "node", true, "run a node agent (needs root), so that pods run on this machine")
+	f.node.add(cmd, "10.244.0.0/24", "kubelet-config")
 	return cmd
 }
 
@@ -107,4 +135,10 @@ func runControlPlane(cmd *cobra.Command, cfg cluster.Config) error {
 		}
 	}()
 	return cp.Run(ctx)
+}
+
+// upIdentity names `berth up`'s in-process components in their Leases.
+func upIdentity() string {
+	host, _ := os.Hostname()
+	return host + "_berth-up"
 }

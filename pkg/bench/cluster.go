@@ -32,8 +32,14 @@ type target struct {
 	dir   string
 }
 
-// connect returns a target for kubeconfig, or starts a cluster when kubeconfig is empty.
+// connect returns a target for kubeconfig, or starts a cluster (without a node agent) when
+// kubeconfig is empty.
 func connect(ctx context.Context, kubeconfig string) (*target, error) {
+	return connectWith(ctx, kubeconfig, false)
+}
+
+// connectWith is connect, starting a cluster with a node agent when withNode.
+func connectWith(ctx context.Context, kubeconfig string, withNode bool) (*target, error) {
 	if kubeconfig != "" {
 		config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
@@ -41,7 +47,7 @@ func connect(ctx context.Context, kubeconfig string) (*target, error) {
 		}
 		return newTarget(config)
 	}
-	return startCluster(ctx)
+	return startCluster(ctx, withNode)
 }
 
 func newTarget(config *rest.Config) (*target, error) {
@@ -58,7 +64,7 @@ func newTarget(config *rest.Config) (*target, error) {
 }
 
 // startCluster runs `berth up` (this very binary) on free ports in a temporary directory.
-func startCluster(ctx context.Context) (*target, error) {
+func startCluster(ctx context.Context, withNode bool) (*target, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -79,7 +85,21 @@ func startCluster(ctx context.Context) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "up", "--data-dir", dir, "--port", strconv.Itoa(port), "--etcd-client-port", strconv.Itoa(etcdPort))
+	args := []string{"up", "--data-dir", dir, "--port", strconv.Itoa(port), "--etcd-client-port", strconv.Itoa(etcdPort),
+		"--scheduler-health-address", ""}
+	if withNode {
+		nodePort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		// A node of its own: its containerd, logs and ports apart from any other on the machine.
+		args = append(args, "--runtime-endpoint", "unix://"+filepath.Join(dir, "containerd.sock"),
+			"--pod-logs-dir", filepath.Join(dir, "pod-logs"), "--node-port", strconv.Itoa(nodePort),
+			"--node-name", "bench-node", "--pod-cidr", "10.250.0.0/24")
+	} else {
+		args = append(args, "--node=false")
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {

@@ -141,8 +141,28 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 	}
 	cp.admin = admin
 
+	// The API server outlives the components: they stop first (releasing their Leases, the
+	// node agent reporting its last statuses), then it drains.
+	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return server.Run(gctx) })
+	serverDone := make(chan struct{})
+	var serverErr error
+	go func() {
+		serverErr = server.Run(serverCtx)
+		close(serverDone)
+	}()
+	g.Go(func() error {
+		select {
+		case <-serverDone:
+			if serverErr == nil {
+				return errors.New("the API server stopped")
+			}
+			return serverErr
+		case <-gctx.Done():
+			return nil
+		}
+	})
 	if embedded != nil {
 		g.Go(func() error {
 			select {
@@ -165,6 +185,11 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		return nil
 	})
 	err = g.Wait()
+	stopServer()
+	<-serverDone
+	if err == nil && serverErr != nil && !errors.Is(serverErr, context.Canceled) {
+		err = serverErr
+	}
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

@@ -578,7 +578,7 @@ func TestMemoryEmptyDirAndRemovePodDir(t *testing.T) {
 	limit := resource.MustParse("16Mi")
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u-mem"},
-		Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "shm", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}}},
+		Spec:       v1.PodSpec{Volumes: []v1.Volume{{Name: "shm", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}}},
 	}
 	t.Cleanup(func() { syscall.Unmount(m.emptyDirPath("u-mem", "shm"), 0) })
 	for i := 0; i < 2; i++ { // the second time finds it mounted

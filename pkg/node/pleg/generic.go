@@ -343,3 +343,24 @@ func (g *GenericPLEG) send(logger klog.Logger, events []*PodLifecycleEvent, stat
 		}
 	}
 }
+
+// RelistPod inspects one pod now, as a container event from the runtime would make it: the
+// node agent calls it right after it started containers, so that a runtime without an event
+// stream (containerd 1.6) does not leave the start unseen until the next relist.
+func (g *GenericPLEG) RelistPod(ctx context.Context, uid types.UID, name, namespace string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	status, err := g.updateCache(ctx, uid, name, namespace)
+	if err != nil {
+		g.reinspect[uid] = true
+		return
+	}
+	delete(g.reinspect, uid)
+	next := snapshotOfStatus(status)
+	events := computeEvents(uid, g.pods[uid], next)
+	if next == nil {
+		g.cache.Delete(uid)
+	}
+	g.record(uid, next)
+	g.send(klog.FromContext(ctx), events, status)
+}

@@ -219,6 +219,9 @@ func (p *podWorkers) workerLoop(w *worker) {
 			p.mu.Lock()
 			p.act(p.m.finishWork(logger, w.uid, work, res))
 			p.mu.Unlock()
+			if ps, ok := p.syncer.(PostSyncer); ok && res.ran && work.State == SyncPod && work.Options.Pod != nil {
+				ps.PodSyncRecorded(ctx, work.Options.Pod)
+			}
 			logger.V(4).Info("Processing pod event done", "workType", work.State)
 		}
 	}

@@ -141,3 +141,11 @@ type PodWorkers interface {
 	// is called; after Run returns, updates are ignored.
 	Run(ctx context.Context)
 }
+
+// PostSyncer is a PodSyncer that wants to know when a SyncPod has been recorded. The next
+// sync of the pod waits for a runtime status read after that moment; a syncer that changed
+// the runtime (started containers) can have the pod inspected right then, so that the next
+// sync need not wait for the PLEG's periodic relist.
+type PostSyncer interface {
+	PodSyncRecorded(ctx context.Context, pod *v1.Pod)
+}

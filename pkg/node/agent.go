@@ -1,0 +1,258 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-cluster/berth/pkg/cluster"
+	"github.com/berth-cluster/berth/pkg/cri"
+	"github.com/berth-cluster/berth/pkg/cri/containerd"
+	"github.com/berth-cluster/berth/pkg/cri/pause"
+	"github.com/berth-cluster/berth/pkg/node/admission"
+	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
+	"github.com/berth-cluster/berth/pkg/node/mirror"
+	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/pleg"
+	"github.com/berth-cluster/berth/pkg/node/podmanager"
+	"github.com/berth-cluster/berth/pkg/node/podstatus"
+	"github.com/berth-cluster/berth/pkg/node/podworkers"
+	"github.com/berth-cluster/berth/pkg/node/server"
+	"github.com/berth-cluster/berth/pkg/node/status"
+	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/version"
+)
+
+// Config is what `berth node` (and `berth up`) tell the node agent.
+type Config struct {
+	NodeName string
+	// NodeIP is the node's InternalIP: the API server reaches the node API there.
+	NodeIP net.IP
+	// PodCIDR is the node's pod range; empty takes spec.podCIDR from the Node once set.
+	PodCIDR string
+	// DataDir is the node agent's root: pods, and containerd's state when berth starts it.
+	DataDir string
+	// PKIDir holds the cluster CA; the node's serving certificate is issued from it.
+	PKIDir       string
+	ManifestPath string
+	ManifestURL  string
+	// RuntimeEndpoint overrides the configuration's containerRuntimeEndpoint.
+	RuntimeEndpoint string
+	// Kubelet is the KubeletConfiguration, defaulted (LoadKubeletConfiguration).
+	Kubelet *kubeletconfig.KubeletConfiguration
+	// LogsDir is what the node API serves under /logs/ (/var/log).
+	LogsDir string
+	// Labels are added to the Node at registration.
+	Labels map[string]string
+}
+
+// Run builds the node agent and runs it until ctx ends: the runtime (containerd, started here
+// when nothing answers on the endpoint), the modules, the config sources, the node API, and
+// then Kubelet.Run.
+func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
+	logger := klog.FromContext(ctx).WithValues("node", cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	kc := cfg.Kubelet
+	if kc == nil {
+		var err error
+		if kc, err = LoadKubeletConfiguration(""); err != nil {
+			return err
+		}
+	}
+	if cfg.NodeName == "" {
+		return errors.New("node name is required")
+	}
+	if cfg.NodeIP == nil {
+		cfg.NodeIP = net.IPv4(127, 0, 0, 1)
+	}
+	if cfg.LogsDir == "" {
+		cfg.LogsDir = server.DefaultLogsDir
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	restConfig.UserAgent = "berth-node/" + cfg.NodeName
+	restConfig.QPS, restConfig.Burst = float32(*kc.KubeAPIQPS), int(kc.KubeAPIBurst)
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	// Events have a client of their own (the kubelet's eventRecordQPS), so that a burst of
+	// events never delays a status update.
+	eventConfig := rest.CopyConfig(restConfig)
+	eventConfig.QPS, eventConfig.Burst = 50, 100
+	eventClient, err := kubernetes.NewForConfig(eventConfig)
+	if err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+
+	// The runtime, through the CRI only.
+	endpoint := cfg.RuntimeEndpoint
+	if endpoint == "" {
+		endpoint = kc.ContainerRuntimeEndpoint
+	}
+	if !containerd.Available(ctx, endpoint) {
+		proc, err := containerd.Start(ctx, containerd.Config{
+			StateDir:     filepath.Join(cfg.DataDir, "containerd"),
+			Endpoint:     strings.TrimPrefix(endpoint, "unix://"),
+			PodCIDR:      cfg.PodCIDR,
+			SandboxImage: pause.ImageName,
+		})
+		if err != nil {
+			return fmt.Errorf("starting containerd: %w", err)
+		}
+		defer proc.Stop()
+		logger.Info("Started containerd", "endpoint", proc.Endpoint(), "log", proc.LogFile())
+	}
+	if err := cri.EnsureSandboxImage(ctx, endpoint, pause.ImageName); err != nil {
+		return fmt.Errorf("loading the sandbox image: %w", err)
+	}
+	runtimeService, imageService, err := cri.Connect(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	if cfg.PodCIDR != "" {
+		if err := runtimeService.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cfg.PodCIDR}}); err != nil {
+			logger.Error(err, "Telling the runtime the pod CIDR")
+		}
+	}
+	clusterDNS := []net.IP{}
+	for _, s := range kc.ClusterDNS {
+		if ip := net.ParseIP(s); ip != nil {
+			clusterDNS = append(clusterDNS, ip)
+		}
+	}
+	runtime, err := kuberuntime.NewManager(kuberuntime.Config{
+		PodLogsDir:    kc.PodLogsDir,
+		RootDir:       cfg.DataDir,
+		NodeName:      cfg.NodeName,
+		NodeIPs:       []net.IP{cfg.NodeIP},
+		ClusterDNS:    clusterDNS,
+		ClusterDomain: kc.ClusterDomain,
+		ResolvConf:    *kc.ResolverConfig,
+		CgroupDriver:  kc.CgroupDriver,
+	}, runtimeService, imageService, recorder)
+	if err != nil {
+		return err
+	}
+
+	clk := clock.RealClock{}
+	podManager := podmanager.New()
+	podCache := pleg.NewCache()
+	kl := &Kubelet{
+		nodeName:         cfg.NodeName,
+		nodeIPs:          []net.IP{cfg.NodeIP},
+		rootDir:          cfg.DataDir,
+		client:           client,
+		recorder:         recorder,
+		clock:            clk,
+		podManager:       podManager,
+		runtime:          runtime,
+		podCache:         podCache,
+		pleg:             pleg.NewGenericPLEG(runtime, podCache, time.Second, nil, clk),
+		runtimeState:     nodestatus.NewRuntimeState(),
+		reasonCache:      podstatus.NewReasonCache(),
+		crashLoopBackOff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
+		mirrorClient:     nil,
+	}
+	kl.workQueue = podworkers.NewWorkQueue(clk)
+	kl.podWorkers = podworkers.New(kl, recorder, kl.workQueue, kc.SyncFrequency.Duration, 10*time.Second, podCache)
+	kl.statusManager = status.NewManager(client, podManager, kl)
+
+	memoryThreshold := resource.MustParse("100Mi")
+	if v, ok := kc.EvictionHard["memory.available"]; ok {
+		if q, err := resource.ParseQuantity(v); err == nil {
+			memoryThreshold = q
+		}
+	}
+	kl.nodeStatus = nodestatus.New(client, nodestatus.Config{
+		NodeName:               cfg.NodeName,
+		NodeIP:                 cfg.NodeIP,
+		PodCIDR:                cfg.PodCIDR,
+		KubeletVersion:         version.GitVersion(),
+		MaxPods:                int64(kc.MaxPods),
+		HardEvictionMemory:     memoryThreshold,
+		NodefsThresholdPercent: percent(kc.EvictionHard["nodefs.available"], 10),
+		RootDir:                cfg.DataDir,
+		DaemonPort:             kc.Port,
+		Labels:                 cfg.Labels,
+		Taints:                 kc.RegisterWithTaints,
+		StatusUpdateFrequency:  kc.NodeStatusUpdateFrequency.Duration,
+		StatusReportFrequency:  kc.NodeStatusReportFrequency.Duration,
+		LeaseDuration:          time.Duration(kc.NodeLeaseDurationSeconds) * time.Second,
+		UpdateRuntimeUp:        kl.updateRuntimeUp,
+	}, runtime, kl.runtimeState, recorder)
+	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
+	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
+
+	// The config sources, merged into one channel.
+	podConfig := config.NewPodConfig(recorder)
+	if cfg.ManifestPath != "" {
+		config.NewSourceFile(ctx, cfg.ManifestPath, cfg.NodeName, kc.FileCheckFrequency.Duration, podConfig.Channel(ctx, kubetypes.FileSource))
+	}
+	if cfg.ManifestURL != "" {
+		config.NewSourceURL(ctx, cfg.ManifestURL, kc.StaticPodURLHeader, cfg.NodeName, kc.HTTPCheckFrequency.Duration, podConfig.Channel(ctx, kubetypes.HTTPSource))
+	}
+	nodeHasSynced := func() bool { _, err := kl.nodeStatus.GetNode(); return err == nil }
+	config.NewSourceApiserver(ctx, client, cfg.NodeName, nodeHasSynced, podConfig.Channel(ctx, kubetypes.ApiserverSource))
+	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
+
+	// The node API: logs now; exec, attach and port-forward in a later part.
+	certFile, keyFile, err := cluster.EnsureNodeServing(cfg.PKIDir, cfg.NodeName, []net.IP{cfg.NodeIP})
+	if err != nil {
+		return fmt.Errorf("the node API's certificate: %w", err)
+	}
+	go func() {
+		err := server.Serve(ctx, server.ServerConfig{
+			Address:      net.JoinHostPort(kc.Address, fmt.Sprint(kc.Port)),
+			CertFile:     certFile,
+			KeyFile:      keyFile,
+			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
+			LogsDir:      cfg.LogsDir,
+		}, podManager, runtime)
+		if err != nil && ctx.Err() == nil {
+			logger.Error(err, "The node API stopped")
+		}
+	}()
+	if err := os.MkdirAll(kc.PodLogsDir, 0o755); err != nil {
+		return fmt.Errorf("creating the pod logs dir: %w", err)
+	}
+	return kl.Run(ctx, podConfig.Updates())
+}
+
+// PodCouldHaveRunningContainers tells the status manager whether a pod might still run, so
+// that it deletes a pod from the API only once it surely does not.
+func (kl *Kubelet) PodCouldHaveRunningContainers(pod *v1.Pod) bool {
+	return kl.podWorkers.CouldHaveRunningContainers(pod.UID)
+}
+
+// percent parses "10%"; def when it cannot.
+func percent(s string, def float64) float64 {
+	var v float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(s), "%g%%", &v); err != nil {
+		return def
+	}
+	return v
+}

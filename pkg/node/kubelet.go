@@ -1,0 +1,385 @@
+// Package node is berth's node agent, built as seeds 000, 001 and 003 walk through the
+// kubelet: Run starts the modules (initializeModules, node status and Lease, updateRuntimeUp,
+// the status manager, PLEG) and enters syncLoop, whose syncLoopIteration takes pod updates
+// from the config sources, PLEG's events, the 1 s sync tick and the 2 s housekeeping tick, and
+// hands pods to the pod workers; a pod worker runs syncPod, and syncPod the runtime's SyncPod.
+//
+// The Kubelet type here only composes; each part is a package of its own (config, podmanager,
+// podworkers, admission, kuberuntime, pleg, status, podstatus, nodestatus, server) and sees
+// only the narrow interfaces it needs.
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-cluster/berth/pkg/node/admission"
+	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/mirror"
+	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/pleg"
+	"github.com/berth-cluster/berth/pkg/node/podmanager"
+	"github.com/berth-cluster/berth/pkg/node/podstatus"
+	"github.com/berth-cluster/berth/pkg/node/podworkers"
+	"github.com/berth-cluster/berth/pkg/node/status"
+	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
+)
+
+// The kubelet's periods (DESIGN.md's defaults).
+const (
+	// housekeepingPeriod is how often HandlePodCleanups runs.
+	housekeepingPeriod = 2 * time.Second
+	// runtimeCheckPeriod is how often updateRuntimeUp asks the runtime's health.
+	runtimeCheckPeriod = 5 * time.Second
+	// syncPeriod is how often the sync tick asks the work queue for due pods.
+	syncPeriod = time.Second
+)
+
+// Kubelet composes the node agent's parts. It owns no state of its own beyond the parts.
+type Kubelet struct {
+	nodeName string
+	nodeIPs  []net.IP
+	rootDir  string
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	clock    clock.WithTicker
+
+	podManager    *podmanager.Manager
+	podWorkers    podworkers.PodWorkers
+	workQueue     podworkers.WorkQueue
+	statusManager status.Manager
+	runtime       container.Runtime
+	pleg          pleg.PodLifecycleEventGenerator
+	podCache      pleg.Cache
+	admitHandlers []admission.PodAdmitHandler
+	nodeStatus    *nodestatus.Controller
+	runtimeState  *nodestatus.RuntimeState
+	sourcesReady  config.SourcesReady
+	mirrorClient  mirror.Client
+	reasonCache   *podstatus.ReasonCache
+	// crashLoopBackOff is the restart back-off of containers (10 s doubling to 5 min).
+	crashLoopBackOff *flowcontrol.Backoff
+	// startedContainers marks pods whose last sync started containers (types.UID → true).
+	startedContainers sync.Map
+}
+
+// Run is seed 000's Run: it starts the modules that do not depend on the runtime, then the
+// periodic work, then enters syncLoop until ctx ends.
+func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) error {
+	logger := klog.FromContext(ctx)
+	if err := kl.initializeModules(); err != nil {
+		kl.recorder.Event(kl.nodeRef(), v1.EventTypeWarning, "KubeletSetupFailed", err.Error())
+		return err
+	}
+	go kl.nodeStatus.Run(ctx)
+	go kl.every(ctx, runtimeCheckPeriod, kl.updateRuntimeUp)
+	kl.statusManager.Start(ctx)
+	kl.pleg.Start(ctx)
+	go kl.podWorkers.Run(ctx)
+	logger.Info("Starting kubelet main sync loop")
+	kl.syncLoop(ctx, updates)
+	return nil
+}
+
+// initializeModules makes the data directories the rest expects.
+func (kl *Kubelet) initializeModules() error {
+	for _, dir := range []string{kl.rootDir, kl.podsDir(), filepath.Join(kl.rootDir, "plugins")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+func (kl *Kubelet) every(ctx context.Context, period time.Duration, f func(context.Context)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		f(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// updateRuntimeUp is seed 000's: it asks the runtime whether it and its network are ready, and
+// records the answer for the node's Ready condition.
+func (kl *Kubelet) updateRuntimeUp(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	s, err := kl.runtime.Status(ctx)
+	if err != nil {
+		logger.Error(err, "Container runtime sanity check failed")
+		kl.runtimeState.SetRuntimeState(fmt.Errorf("container runtime is down: %w", err))
+		return
+	}
+	if c := s.GetRuntimeCondition(container.NetworkReady); c == nil || !c.Status {
+		kl.runtimeState.SetNetworkState(fmt.Errorf("container runtime network not ready: %s", describeCondition(container.NetworkReady, c)))
+	} else {
+		kl.runtimeState.SetNetworkState(nil)
+	}
+	if c := s.GetRuntimeCondition(container.RuntimeReady); c == nil || !c.Status {
+		kl.runtimeState.SetRuntimeState(fmt.Errorf("container runtime not ready: %s", describeCondition(container.RuntimeReady, c)))
+		return
+	}
+	kl.runtimeState.SetRuntimeState(nil)
+	kl.runtimeState.SetRuntimeSync(kl.clock.Now())
+}
+
+func describeCondition(t string, c *container.RuntimeCondition) string {
+	if c == nil {
+		return t + "=false reason:NotReported message:the runtime did not report it"
+	}
+	return fmt.Sprintf("%s=%t reason:%s message:%s", t, c.Status, c.Reason, c.Message)
+}
+
+// syncLoop is seed 000's: one syncLoopIteration after another until ctx ends.
+func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
+	syncTicker := kl.clock.NewTicker(syncPeriod)
+	defer syncTicker.Stop()
+	housekeepingTicker := kl.clock.NewTicker(housekeepingPeriod)
+	defer housekeepingTicker.Stop()
+	plegCh := kl.pleg.Watch()
+	for kl.syncLoopIteration(ctx, updates, syncTicker.C(), housekeepingTicker.C(), plegCh) {
+	}
+}
+
+// syncLoopIteration waits on every source of work and hands what comes to the handlers, as
+// seed 000 shows it: configCh, plegCh, syncCh, housekeepingCh (the probe result channels join
+// in a later part).
+func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubetypes.PodUpdate,
+	syncCh <-chan time.Time, housekeepingCh <-chan time.Time, plegCh <-chan *pleg.PodLifecycleEvent) bool {
+	logger := klog.FromContext(ctx)
+	select {
+	case <-ctx.Done():
+		return false
+	case u, open := <-configCh:
+		if !open {
+			logger.Error(nil, "Update channel is closed, exiting the sync loop")
+			return false
+		}
+		switch u.Op {
+		case kubetypes.ADD:
+			logger.V(2).Info("SyncLoop ADD", "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+			kl.HandlePodAdditions(ctx, u.Pods)
+		case kubetypes.UPDATE:
+			logger.V(2).Info("SyncLoop UPDATE", "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+			kl.HandlePodUpdates(ctx, u.Pods)
+		case kubetypes.REMOVE:
+			logger.V(2).Info("SyncLoop REMOVE", "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+			kl.HandlePodRemoves(ctx, u.Pods)
+		case kubetypes.RECONCILE:
+			logger.V(4).Info("SyncLoop RECONCILE", "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+			kl.HandlePodReconcile(ctx, u.Pods)
+		case kubetypes.DELETE:
+			logger.V(2).Info("SyncLoop DELETE", "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+			// A graceful deletion is an update: the pod worker starts terminating the pod.
+			kl.HandlePodUpdates(ctx, u.Pods)
+		default:
+			logger.Error(nil, "Invalid operation", "op", u.Op)
+		}
+		kl.sourcesReady.AddSource(u.Source)
+	case e := <-plegCh:
+		if isSyncPodWorthy(e) {
+			if pod, ok := kl.podManager.GetPodByUID(e.ID); ok {
+				logger.V(2).Info("SyncLoop (PLEG)", "pod", klog.KObj(pod), "event", e.Type)
+				kl.HandlePodSyncs(ctx, []*v1.Pod{pod})
+			} else {
+				logger.V(4).Info("SyncLoop (PLEG): ignore irrelevant event", "event", e)
+			}
+		}
+		if e.Type == pleg.ContainerDied {
+			if containerID, ok := e.Data.(string); ok {
+				kl.cleanUpContainersInPod(e.ID, containerID)
+			}
+		}
+	case <-syncCh:
+		pods := kl.getPodsToSync()
+		if len(pods) > 0 {
+			logger.V(4).Info("SyncLoop (SYNC) pods", "total", len(pods), "pods", klog.KObjSlice(pods))
+			kl.HandlePodSyncs(ctx, pods)
+		}
+	case <-housekeepingCh:
+		if !kl.sourcesReady.AllReady() {
+			logger.V(4).Info("SyncLoop (housekeeping, skipped): sources aren't ready yet")
+			break
+		}
+		if err := kl.HandlePodCleanups(ctx); err != nil {
+			logger.Error(err, "Failed cleaning pods")
+		}
+	}
+	return true
+}
+
+// isSyncPodWorthy: a container's removal needs no sync; everything else does.
+func isSyncPodWorthy(e *pleg.PodLifecycleEvent) bool {
+	return e.Type != pleg.ContainerRemoved
+}
+
+// cleanUpContainersInPod is where dead containers beyond the ones a restart needs are removed
+// (the container GC of a later part).
+func (kl *Kubelet) cleanUpContainersInPod(podID types.UID, exitedContainerID string) {}
+
+// getPodsToSync returns the pods whose work is due: back-off expired, periodic resync.
+func (kl *Kubelet) getPodsToSync() []*v1.Pod {
+	due := sets.New(kl.workQueue.GetWork()...)
+	if due.Len() == 0 {
+		return nil
+	}
+	var pods []*v1.Pod
+	for _, pod := range kl.podManager.GetPods() {
+		if due.Has(pod.UID) {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
+}
+
+// HandlePodAdditions admits new pods (canAdmitPod) and hands them to their workers, oldest
+// first, as seed 003 describes.
+func (kl *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	start := kl.clock.Now()
+	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
+	for _, pod := range pods {
+		kl.podManager.AddPod(pod)
+		if kubetypes.IsMirrorPod(pod) {
+			kl.handleMirrorPod(ctx, pod, start)
+			continue
+		}
+		if !kl.podWorkers.IsPodTerminationRequested(pod.UID) {
+			if ok, reason, message := kl.canAdmitPod(kl.activePods(pod), pod); !ok {
+				kl.rejectPod(ctx, pod, reason, message)
+				continue
+			}
+		}
+		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
+		kl.dispatchWork(pod, kubetypes.SyncPodCreate, mirrorPod, start)
+	}
+}
+
+// HandlePodUpdates hands changed pods to their workers.
+func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
+	start := kl.clock.Now()
+	for _, pod := range pods {
+		kl.podManager.UpdatePod(pod)
+		if kubetypes.IsMirrorPod(pod) {
+			kl.handleMirrorPod(ctx, pod, start)
+			continue
+		}
+		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
+		kl.dispatchWork(pod, kubetypes.SyncPodUpdate, mirrorPod, start)
+	}
+}
+
+// HandlePodRemoves stops pods that left their source.
+func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
+	start := kl.clock.Now()
+	for _, pod := range pods {
+		kl.podManager.RemovePod(pod)
+		if kubetypes.IsMirrorPod(pod) {
+			kl.handleMirrorPod(ctx, pod, start)
+			continue
+		}
+		kl.podWorkers.UpdatePod(podworkers.UpdatePodOptions{
+			Pod:        pod,
+			UpdateType: kubetypes.SyncPodKill,
+			StartTime:  start,
+		})
+	}
+}
+
+// HandlePodReconcile records a pod whose status changed at its source.
+func (kl *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		kl.podManager.UpdatePod(pod)
+	}
+}
+
+// HandlePodSyncs resyncs pods.
+func (kl *Kubelet) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
+	start := kl.clock.Now()
+	for _, pod := range pods {
+		if kubetypes.IsMirrorPod(pod) {
+			continue
+		}
+		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
+		kl.dispatchWork(pod, kubetypes.SyncPodSync, mirrorPod, start)
+	}
+}
+
+// handleMirrorPod syncs the static pod a mirror pod belongs to: a deleted mirror pod is
+// recreated by that sync.
+func (kl *Kubelet) handleMirrorPod(ctx context.Context, mirrorPod *v1.Pod, start time.Time) {
+	if pod, ok := kl.podManager.GetPodByMirrorPod(mirrorPod); ok {
+		kl.dispatchWork(pod, kubetypes.SyncPodUpdate, mirrorPod, start)
+	}
+}
+
+// dispatchWork hands a pod to its worker.
+func (kl *Kubelet) dispatchWork(pod *v1.Pod, syncType kubetypes.SyncPodType, mirrorPod *v1.Pod, start time.Time) {
+	kl.podWorkers.UpdatePod(podworkers.UpdatePodOptions{
+		Pod:        pod,
+		MirrorPod:  mirrorPod,
+		UpdateType: syncType,
+		StartTime:  start,
+	})
+}
+
+// activePods are the admitted pods that still hold resources, other than pod itself.
+func (kl *Kubelet) activePods(except *v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range kl.podManager.GetPods() {
+		if p.UID == except.UID || kl.podWorkers.IsPodKnownTerminated(p.UID) {
+			continue
+		}
+		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// canAdmitPod asks every admit handler; the first refusal wins.
+func (kl *Kubelet) canAdmitPod(pods []*v1.Pod, pod *v1.Pod) (bool, string, string) {
+	attrs := &admission.PodAdmitAttributes{Pod: pod, OtherPods: pods}
+	for _, h := range kl.admitHandlers {
+		if r := h.Admit(attrs); !r.Admit {
+			return false, r.Reason, r.Message
+		}
+	}
+	return true, "", ""
+}
+
+// rejectPod ends a pod the node cannot run: Failed, with the reason, and an event.
+func (kl *Kubelet) rejectPod(ctx context.Context, pod *v1.Pod, reason, message string) {
+	kl.recorder.Event(pod, v1.EventTypeWarning, reason, message)
+	st := pod.Status.DeepCopy()
+	st.Phase = v1.PodFailed
+	st.Reason = reason
+	st.Message = "Pod was rejected: " + message
+	kl.statusManager.SetPodStatus(klog.FromContext(ctx), pod, *st)
+}
+
+func (kl *Kubelet) podsDir() string { return filepath.Join(kl.rootDir, "pods") }
+
+func (kl *Kubelet) nodeRef() *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: kl.nodeName, UID: types.UID(kl.nodeName)}
+}
