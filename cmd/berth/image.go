@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/cri"
-	"github.com/berth-cluster/berth/pkg/cri/containerd"
 )
 
 // newImageCommand is `berth image`: images in the node's container runtime, loaded without
@@ -22,7 +23,7 @@ func newImageCommand() *cobra.Command {
 }
 
 func newImageImportCommand() *cobra.Command {
-	var endpoint string
+	var endpoint, dataDir string
 	cmd := &cobra.Command{
 		Use:   "import FILE.tar",
 		Short: "Load an image archive (docker save or OCI layout tar) into containerd's CRI namespace",
@@ -33,6 +34,9 @@ whose index names the images. Short docker names are normalized (busybox:1 becom
 docker.io/library/busybox:1). Needs containerd's ctr command.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if endpoint == "" {
+				endpoint = nodeRuntimeEndpoint(dataDir)
+			}
 			names, err := cri.ImportArchive(cmd.Context(), endpoint, args[0])
 			if err != nil {
 				return err
@@ -43,6 +47,13 @@ docker.io/library/busybox:1). Needs containerd's ctr command.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&endpoint, "runtime-endpoint", containerd.DefaultEndpoint(), "CRI endpoint of the containerd to import into")
+	cmd.Flags().StringVar(&endpoint, "runtime-endpoint", "", "CRI endpoint of the containerd to import into (default: the node's own containerd under DATA_DIR)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", cluster.DefaultDataDir(), "berth's data dir, whose node runs the containerd")
 	return cmd
+}
+
+// nodeRuntimeEndpoint is where the containerd that a node agent starts for itself listens,
+// for berth's data dir.
+func nodeRuntimeEndpoint(dataDir string) string {
+	return "unix://" + filepath.Join(dataDir, "node", "containerd", "containerd.sock")
 }

@@ -25,6 +25,7 @@ type nodeFlags struct {
 	kubeletConfig   string
 	port            int32
 	podLogsDir      string
+	bridge          string
 }
 
 func (f *nodeFlags) add(cmd *cobra.Command, defaultPodCIDR, configFlag string) {
@@ -33,7 +34,8 @@ func (f *nodeFlags) add(cmd *cobra.Command, defaultPodCIDR, configFlag string) {
 	fs.StringVar(&f.nodeName, "node-name", strings.ToLower(host), "name of this node")
 	fs.StringVar(&f.nodeIP, "node-ip", "127.0.0.1", "the node's InternalIP, where the API server reaches the node API")
 	fs.StringVar(&f.podCIDR, "pod-cidr", defaultPodCIDR, "the pod IP range of this node (empty: the Node's spec.podCIDR)")
-	fs.StringVar(&f.runtimeEndpoint, "runtime-endpoint", "", "CRI endpoint (default: the configuration's, unix:///run/containerd/containerd.sock); berth starts containerd there when nothing answers")
+	fs.StringVar(&f.runtimeEndpoint, "runtime-endpoint", "", "CRI endpoint (default: the configuration's, else berth's own containerd at DATA_DIR/node/containerd/containerd.sock); berth starts containerd there when nothing answers")
+	fs.StringVar(&f.bridge, "bridge", "berth0", "Linux bridge of the pod network, when berth starts containerd (two nodes on one machine need two)")
 	fs.StringVar(&f.manifestPath, "pod-manifest-path", "", "directory (or file) of static pod manifests")
 	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL of static pod manifests, polled")
 	fs.StringVar(&f.kubeletConfig, configFlag, "", "KubeletConfiguration (kubelet.config.k8s.io/v1beta1) file for the node agent")
@@ -67,6 +69,7 @@ func (f *nodeFlags) config(dataDir, pkiDir string) (node.Config, error) {
 		ManifestPath:    f.manifestPath,
 		ManifestURL:     f.manifestURL,
 		RuntimeEndpoint: f.runtimeEndpoint,
+		Bridge:          f.bridge,
 		Kubelet:         kc,
 	}, nil
 }

@@ -95,7 +95,7 @@ func startCluster(ctx context.Context, withNode bool) (*target, error) {
 		// A node of its own: its containerd, logs and ports apart from any other on the machine.
 		args = append(args, "--runtime-endpoint", "unix://"+filepath.Join(dir, "containerd.sock"),
 			"--pod-logs-dir", filepath.Join(dir, "pod-logs"), "--node-port", strconv.Itoa(nodePort),
-			"--node-name", "bench-node", "--pod-cidr", "10.250.0.0/24")
+			"--node-name", "bench-node", "--pod-cidr", "10.250.0.0/24", "--bridge", "berthbench0")
 	} else {
 		args = append(args, "--node=false")
 	}

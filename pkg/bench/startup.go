@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 )
@@ -132,7 +133,7 @@ func startupRound(ctx context.Context, t *target, ns string, round int, o Startu
 			latency.add(last.Sub(c))
 			running++
 		case <-timeout:
-			return 0, fmt.Errorf("round %d: only %d of %d pods running after 2 minutes", round, running, o.Pods)
+			return 0, fmt.Errorf("round %d: only %d of %d pods running after 2 minutes%s", round, running, o.Pods, whyPending(ctx, pods))
 		}
 	}
 	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -142,7 +143,47 @@ func startupRound(ctx context.Context, t *target, ns string, round int, o Startu
 		l, err := pods.List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0, err
 	})
-	return last.Sub(first), err
+	if err != nil {
+		return 0, err
+	}
+	// The pods are gone from the API before the node has torn their sandboxes down; on a
+	// small machine that teardown would eat into the next round.
+	select {
+	case <-time.After(settleTime):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return last.Sub(first), nil
+}
+
+// settleTime is the pause after a round's pods are deleted.
+const settleTime = 10 * time.Second
+
+// whyPending describes the first pod that has not started, by its status and the pods'
+// warning events, for the error of a round that timed out.
+func whyPending(ctx context.Context, pods typedcorev1.PodInterface) string {
+	l, err := pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, p := range l.Items {
+		if allStarted(&p) {
+			continue
+		}
+		msg := fmt.Sprintf("; pod %s is %s", p.Name, p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				msg += fmt.Sprintf(", %s: %s", c.Type, c.Message)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				msg += fmt.Sprintf(", container %s waiting: %s %s", cs.Name, w.Reason, w.Message)
+			}
+		}
+		return msg
+	}
+	return ""
 }
 
 // allStarted reports whether every container of the pod has started.

@@ -55,8 +55,11 @@ type Config struct {
 	PKIDir       string
 	ManifestPath string
 	ManifestURL  string
-	// RuntimeEndpoint overrides the configuration's containerRuntimeEndpoint.
+	// RuntimeEndpoint overrides the configuration's containerRuntimeEndpoint. With neither,
+	// the node uses (and starts) its own containerd at DataDir/containerd/containerd.sock.
 	RuntimeEndpoint string
+	// Bridge is the Linux bridge of the pod network when berth starts containerd (berth0).
+	Bridge string
 	// Kubelet is the KubeletConfiguration, defaulted (LoadKubeletConfiguration).
 	Kubelet *kubeletconfig.KubeletConfiguration
 	// LogsDir is what the node API serves under /logs/ (/var/log).
@@ -113,11 +116,15 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	if endpoint == "" {
 		endpoint = kc.ContainerRuntimeEndpoint
 	}
+	if endpoint == "" {
+		endpoint = "unix://" + filepath.Join(cfg.DataDir, "containerd", "containerd.sock")
+	}
 	if !containerd.Available(ctx, endpoint) {
 		proc, err := containerd.Start(ctx, containerd.Config{
 			StateDir:     filepath.Join(cfg.DataDir, "containerd"),
 			Endpoint:     strings.TrimPrefix(endpoint, "unix://"),
 			PodCIDR:      cfg.PodCIDR,
+			Bridge:       cfg.Bridge,
 			SandboxImage: pause.ImageName,
 		})
 		if err != nil {

@@ -102,7 +102,7 @@ func SetKubeletDefaults(kc *kubeletconfig.KubeletConfiguration) {
 	if kc.KubeAPIBurst == 0 {
 		kc.KubeAPIBurst = 100
 	}
-	if kc.ContainerRuntimeEndpoint == "" {
-		kc.ContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
-	}
+	// containerRuntimeEndpoint stays empty unless set: berth then runs a containerd of its
+	// own under the data dir (as k3s does), rather than sharing /run/containerd, which is
+	// often Docker's containerd with the CRI plugin disabled.
 }

@@ -122,7 +122,7 @@ func TestCNIConfList(t *testing.T) {
 				t.Fatalf("name %q version %q plugins %d", l.Name, l.CNIVersion, len(l.Plugins))
 			}
 			br, pm := l.Plugins[0], l.Plugins[1]
-			if br.Type != "bridge" || br.Bridge != "berth0" || !br.IsGateway || !br.IPMasq {
+			if br.Type != "bridge" || br.Bridge != "berth0" || !br.IsGateway || br.IPMasq {
 				t.Errorf("bridge plugin: %+v", br)
 			}
 			if br.IPAM.Type != "host-local" || br.IPAM.DataDir != "/var/lib/berth/containerd/cni/networks" {

@@ -53,10 +53,6 @@ type Config struct {
 	Binary string
 }
 
-// DefaultEndpoint is where the distribution's containerd serves, and where berth looks for a
-// CRI runtime unless told otherwise.
-func DefaultEndpoint() string { return "unix:///run/containerd/containerd.sock" }
-
 // cniBinDirs are the distributions' folders of CNI plugins, in order of preference.
 var cniBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 
@@ -158,6 +154,11 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	}
 	if err := writeConfigs(c); err != nil {
 		return nil, err
+	}
+	if c.PodCIDR != "" {
+		if err := ensureMasquerade(ctx, c.PodCIDR, c.Bridge); err != nil {
+			return nil, err
+		}
 	}
 	logf, err := os.OpenFile(filepath.Join(c.StateDir, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -328,3 +329,93 @@ func Available(ctx context.Context, endpoint string) bool {
 }
 
 func closeQuietly(ctx context.Context, rs internalapi.RuntimeService) { _ = rs.Close(ctx) }
+
+// ensureMasquerade adds, once, the NAT rule that lets pods reach addresses outside the pod
+// CIDR: traffic from the CIDR to anywhere else leaves with the node's address.
+func ensureMasquerade(ctx context.Context, podCIDR, bridge string) error {
+	ip, ipnet, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		return fmt.Errorf("containerd: pod CIDR: %w", err)
+	}
+	tool := "iptables"
+	if ip.To4() == nil {
+		tool = "ip6tables"
+	}
+	if _, err := exec.LookPath(tool); err != nil {
+		return fmt.Errorf("containerd: %w (install the iptables package)", err)
+	}
+	cidr := ipnet.String()
+	rule := []string{"POSTROUTING", "-s", cidr, "!", "-d", cidr,
+		"-m", "comment", "--comment", "berth " + bridge + ": pods leaving " + cidr, "-j", "MASQUERADE"}
+	run := func(op string) error {
+		out, err := exec.CommandContext(ctx, tool, append([]string{"-w", "-t", "nat", op}, rule...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w: %s", tool, op, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if run("-C") == nil {
+		return nil
+	}
+	if err := run("-A"); err != nil {
+		return fmt.Errorf("containerd: masquerading the pod CIDR: %w", err)
+	}
+	return nil
+}
+
+// RemoveMasquerade deletes the NAT rules that ensureMasquerade added for podCIDR. A node
+// that stops leaves its rule (its pods keep running); this is for those that go for good.
+func RemoveMasquerade(ctx context.Context, podCIDR string) error {
+	ip, ipnet, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		return err
+	}
+	tool := "iptables"
+	if ip.To4() == nil {
+		tool = "ip6tables"
+	}
+	out, err := exec.CommandContext(ctx, tool, "-w", "-t", "nat", "-S", "POSTROUTING").Output()
+	if err != nil {
+		return fmt.Errorf("%s -S: %w", tool, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "-A POSTROUTING -s "+ipnet.String()+" ") || !strings.Contains(line, "berth ") {
+			continue
+		}
+		// -S prints a rule as -A arguments; -D takes the same ones. The comment is quoted.
+		args := []string{"-w", "-t", "nat", "-D"}
+		for _, f := range splitQuoted(strings.TrimPrefix(line, "-A ")) {
+			args = append(args, f)
+		}
+		if out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s -D: %w: %s", tool, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// splitQuoted splits iptables -S output into arguments, keeping "double quoted" ones whole.
+func splitQuoted(s string) []string {
+	var args []string
+	var cur strings.Builder
+	quoted, inArg := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted, inArg = !quoted, true
+		case r == ' ' && !quoted:
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteRune(r)
+			inArg = true
+		}
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args
+}

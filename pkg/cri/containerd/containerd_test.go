@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +17,6 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/containerd"
 	"github.com/berth-cluster/berth/pkg/cri/containerd/containerdtest"
 )
-
-func TestDefaultEndpoint(t *testing.T) {
-	if got := containerd.DefaultEndpoint(); got != "unix:///run/containerd/containerd.sock" {
-		t.Errorf("DefaultEndpoint() = %q", got)
-	}
-}
 
 // TestStartStop starts containerd by hand: it writes its config, serves the CRI, refuses a
 // second start on the same socket, and stops.
@@ -41,6 +37,9 @@ func TestStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Stop() })
+	if rules := natRules(t); !strings.Contains(rules, "-A POSTROUTING -s "+c.PodCIDR+" ! -d "+c.PodCIDR) || !strings.Contains(rules, "-j MASQUERADE") {
+		t.Errorf("no masquerade rule for %s:\n%s", c.PodCIDR, rules)
+	}
 	for _, f := range []string{"config.toml", "cni/net.d/10-berth.conflist", "cni/berth.conflist.template", "containerd.log"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
@@ -80,6 +79,12 @@ func TestStartStop(t *testing.T) {
 
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	if err := containerd.RemoveMasquerade(ctx, c.PodCIDR); err != nil {
+		t.Fatal(err)
+	}
+	if rules := natRules(t); strings.Contains(rules, c.PodCIDR) {
+		t.Errorf("RemoveMasquerade left a rule for %s:\n%s", c.PodCIDR, rules)
 	}
 	select {
 	case <-p.Done():
@@ -247,4 +252,14 @@ func TestRestartKeepsPods(t *testing.T) {
 	if st.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Errorf("after a containerd restart the sandbox is %v", st.Status.State)
 	}
+}
+
+// natRules is the nat table's POSTROUTING chain as iptables -S prints it.
+func natRules(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("iptables", "-w", "-t", "nat", "-S", "POSTROUTING").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables: %v: %s", err, out)
+	}
+	return string(out)
 }

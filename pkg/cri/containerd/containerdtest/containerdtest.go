@@ -159,6 +159,8 @@ func FreePodCIDR(t testing.TB) string {
 			}
 		}
 		if free {
+			// containerd.Start masquerades the CIDR; the rule goes with the test.
+			t.Cleanup(func() { _ = containerd.RemoveMasquerade(context.Background(), cidr.String()) })
 			return cidr.String()
 		}
 	}
