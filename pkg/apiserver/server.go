@@ -113,6 +113,10 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	applyOpenAPI(&rc.Config)
+	// A watch ends when the server shuts down, as the clients of an HA kube-apiserver expect;
+	// without this, an outside client's open watch (a node agent, a controller) holds the HTTP
+	// server's Shutdown for the whole request timeout, a minute.
+	rc.ShutdownWatchTerminationGracePeriod = 2 * time.Second
 
 	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
 	if err != nil {

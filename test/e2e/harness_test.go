@@ -53,8 +53,23 @@ func newCluster(subcommand, dataDir string, extraArgs ...string) (*cluster, erro
 			return nil, err
 		}
 		extraArgs = append([]string{"--scheduler-health-address", "127.0.0.1:" + strconv.Itoa(schedulerPort)}, extraArgs...)
+		// `berth up` runs a node agent as root; the API tests want none (the node tests
+		// ask for one with node flags of their own).
+		if !hasNodeFlags(extraArgs) {
+			extraArgs = append(extraArgs, "--node=false")
+		}
 	}
 	return &cluster{subcommand: subcommand, dataDir: dataDir, port: port, etcdPort: etcdPort, extraArgs: extraArgs}, nil
+}
+
+// hasNodeFlags reports whether args configure `berth up`'s node agent.
+func hasNodeFlags(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "--node") {
+			return true
+		}
+	}
+	return false
 }
 
 // startCluster starts a cluster of the test's own; it is stopped (and must stop cleanly) when

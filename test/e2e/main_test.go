@@ -65,6 +65,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: the shared cluster: %v\n", err)
 		code = 1
 	}
+	if err := stopNodeShared(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: the node tests' cluster: %v\n", err)
+		code = 1
+	}
 	if n := killLeftovers(); n > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: killed %d process group(s) that tests left running\n", n)
 		code = 1

@@ -174,6 +174,20 @@ func Serve(t testing.TB, images map[string]v1.Image) (host string) {
 	return host
 }
 
+// ServeForever is Serve for a registry that lives as long as the process (one that several
+// tests share).
+func ServeForever(images map[string]v1.Image) (host string, err error) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	host = strings.TrimPrefix(srv.URL, "http://")
+	for ref, img := range images {
+		if err := Push(host, ref, img); err != nil {
+			srv.Close()
+			return "", err
+		}
+	}
+	return host, nil
+}
+
 // Push puts img into the registry at host as ref (repository:tag).
 func Push(host, ref string, img v1.Image) error {
 	tag, err := name.NewTag(host+"/"+ref, name.Insecure)

@@ -288,7 +288,9 @@ func setPressureCondition(node *v1.Node, p pressureCondition, under bool, now ti
 
 // setReadyCondition sets Ready: True when the runtime and its network are ready and the
 // capacity is known, else False with the reasons. Ready stays the last condition. It returns
-// NodeReady or NodeNotReady when an existing condition changed.
+// NodeReady or NodeNotReady when the condition changed. Unlike the kubelet, which always
+// registers NotReady first (its network plugin takes a while), berth is often Ready at its first
+// status, so a first Ready condition is an event too: users wait for "NodeReady".
 func setReadyCondition(node *v1.Node, in *statusInputs) (string, bool) {
 	now := metav1.NewTime(in.now)
 	ready := v1.NodeCondition{
@@ -313,6 +315,9 @@ func setReadyCondition(node *v1.Node, in *statusInputs) (string, bool) {
 	if old == nil {
 		ready.LastTransitionTime = now
 		node.Status.Conditions = append(node.Status.Conditions, ready)
+		if ready.Status == v1.ConditionTrue {
+			return "NodeReady", true
+		}
 		return "", false
 	}
 	changed := old.Status != ready.Status

@@ -177,6 +177,7 @@ func TestNodeInfoAndAddresses(t *testing.T) {
 		{"Normal", "NodeHasSufficientMemory", "Node node-a status is now: NodeHasSufficientMemory", "MemoryPressure"},
 		{"Normal", "NodeHasNoDiskPressure", "Node node-a status is now: NodeHasNoDiskPressure", "DiskPressure"},
 		{"Normal", "NodeHasSufficientPID", "Node node-a status is now: NodeHasSufficientPID", "PIDPressure"},
+		{"Normal", "NodeReady", "Node node-a status is now: NodeReady", "Ready"},
 	}
 	if diff := cmp.Diff(wantEvents, events, cmp.AllowUnexported(event{})); diff != "" {
 		t.Errorf("events of a new node (-want +got):\n%s", diff)
