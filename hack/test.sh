@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the integration tests of the API server on a real etcd, and the
-# end-to-end tests of the berth binary with the real kubectl on PATH.
+# end-to-end tests of the berth binary with the real kubectl on PATH and, for the node agent,
+# a real containerd (root; hack/deps.sh installs what it runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unformatted=$(gofmt -l cmd pkg test)
@@ -8,5 +9,6 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:" $unformatted >&2
   exit 1
 fi
+./hack/deps.sh
 go vet ./...
 go test -count=1 -timeout 30m ./... "$@"
