@@ -58,8 +58,9 @@ func RunStartup(ctx context.Context, out io.Writer, o StartupOptions) error {
 			return err
 		}
 		allRunning.add(d)
+		fmt.Fprintf(out, "round %d: %d pods running %s after the first create\n", round, o.Pods, d.Round(time.Millisecond))
 	}
-	fmt.Fprintf(out, "startup: %d pods at once, %d rounds, image %s\n\n", o.Pods, o.Rounds, o.Image)
+	fmt.Fprintf(out, "\nstartup: %d pods at once, %d rounds, image %s\n\n", o.Pods, o.Rounds, o.Image)
 	printTable(out, []*latencies{latency, allRunning})
 	fmt.Fprintln(out)
 	return printJSON(out, map[string]interface{}{

@@ -19,7 +19,10 @@ import (
 )
 
 // nodeSyncPollPeriod is how often the apiserver source checks whether the node is known.
-const nodeSyncPollPeriod = time.Second
+// The kubelet checks every second; then a pod bound the moment the node turned Ready waited up
+// to a second before the node agent even watched for it (berth bench startup's first round
+// took 1.5 s instead of 0.45 s), so berth checks ten times as often. A check is a cache read.
+const nodeSyncPollPeriod = 100 * time.Millisecond
 
 // NewSourceApiserver sends the pods bound to nodeName (field selector spec.nodeName) to
 // updates until ctx ends. It waits for nodeHasSynced first: the pods' admission needs the
