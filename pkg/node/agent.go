@@ -160,6 +160,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		ClusterDomain: kc.ClusterDomain,
 		ResolvConf:    *kc.ResolverConfig,
 		CgroupDriver:  kc.CgroupDriver,
+		Objects:       apiObjects{client},
 	}, runtimeService, imageService, recorder)
 	if err != nil {
 		return err
