@@ -36,6 +36,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
+	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/server"
 	"github.com/berth-cluster/berth/pkg/node/status"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
@@ -151,6 +152,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			clusterDNS = append(clusterDNS, ip)
 		}
 	}
+	verdicts := &probeVerdicts{}
 	runtime, err := kuberuntime.NewManager(kuberuntime.Config{
 		PodLogsDir:    kc.PodLogsDir,
 		RootDir:       cfg.DataDir,
@@ -161,6 +163,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		ResolvConf:    *kc.ResolverConfig,
 		CgroupDriver:  kc.CgroupDriver,
 		Objects:       apiObjects{client},
+		Probes:        verdicts,
 	}, runtimeService, imageService, recorder)
 	if err != nil {
 		return err
@@ -188,6 +191,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	kl.workQueue = podworkers.NewWorkQueue(clk)
 	kl.podWorkers = podworkers.New(kl, recorder, kl.workQueue, kc.SyncFrequency.Duration, 10*time.Second, podCache)
 	kl.statusManager = status.NewManager(client, podManager, kl)
+	kl.probeManager = prober.NewManager(ctx, kl.statusManager, runtime, recorder, kl.podWorkers.IsPodTerminationRequested)
+	verdicts.m = kl.probeManager
 
 	memoryThreshold := resource.MustParse("100Mi")
 	if v, ok := kc.EvictionHard["memory.available"]; ok {

@@ -37,6 +37,8 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
+	"github.com/berth-cluster/berth/pkg/node/prober"
+	"github.com/berth-cluster/berth/pkg/node/prober/results"
 	"github.com/berth-cluster/berth/pkg/node/status"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
@@ -64,6 +66,7 @@ type Kubelet struct {
 	podWorkers    podworkers.PodWorkers
 	workQueue     podworkers.WorkQueue
 	statusManager status.Manager
+	probeManager  *prober.Manager
 	runtime       container.Runtime
 	pleg          pleg.PodLifecycleEventGenerator
 	podCache      pleg.Cache
@@ -162,8 +165,8 @@ func (kl *Kubelet) syncLoop(ctx context.Context, updates <-chan kubetypes.PodUpd
 }
 
 // syncLoopIteration waits on every source of work and hands what comes to the handlers, as
-// seed 000 shows it: configCh, plegCh, syncCh, housekeepingCh (the probe result channels join
-// in a later part).
+// seed 000 shows it: configCh, plegCh, syncCh, the liveness, readiness and startup result
+// channels, housekeepingCh.
 func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubetypes.PodUpdate,
 	syncCh <-chan time.Time, housekeepingCh <-chan time.Time, plegCh <-chan *pleg.PodLifecycleEvent) bool {
 	logger := klog.FromContext(ctx)
@@ -216,6 +219,27 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 			logger.V(4).Info("SyncLoop (SYNC) pods", "total", len(pods), "pods", klog.KObjSlice(pods))
 			kl.HandlePodSyncs(ctx, pods)
 		}
+	case update := <-kl.probeManager.LivenessUpdates():
+		if update.Result == results.Failure {
+			kl.handleProbeSync(ctx, update, "liveness", "unhealthy")
+		}
+	case update := <-kl.probeManager.ReadinessUpdates():
+		ready := update.Result == results.Success
+		kl.statusManager.SetContainerReadiness(logger, update.PodUID, update.ContainerID, ready)
+		status := "not ready"
+		if ready {
+			status = "ready"
+		}
+		kl.handleProbeSync(ctx, update, "readiness", status)
+	case update := <-kl.probeManager.StartupUpdates():
+		started := update.Result == results.Success
+		kl.statusManager.SetContainerStartup(logger, update.PodUID, update.ContainerID, started)
+		status := "unhealthy"
+		if started {
+			status = "started"
+			kl.probeManager.Trigger(update.PodUID) // readiness and liveness may begin
+		}
+		kl.handleProbeSync(ctx, update, "startup", status)
 	case <-housekeepingCh:
 		if !kl.sourcesReady.AllReady() {
 			logger.V(4).Info("SyncLoop (housekeeping, skipped): sources aren't ready yet")
@@ -226,6 +250,18 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 		}
 	}
 	return true
+}
+
+// handleProbeSync syncs the pod whose probe verdict changed: a failed liveness or startup
+// probe restarts the container; readiness changes the pod's status.
+func (kl *Kubelet) handleProbeSync(ctx context.Context, update results.Update, probe, status string) {
+	pod, ok := kl.podManager.GetPodByUID(update.PodUID)
+	if !ok {
+		klog.FromContext(ctx).V(4).Info("SyncLoop (probe): ignore irrelevant update", "probe", probe, "status", status, "update", update)
+		return
+	}
+	klog.FromContext(ctx).V(1).Info("SyncLoop (probe)", "probe", probe, "status", status, "pod", klog.KObj(pod))
+	kl.HandlePodSyncs(ctx, []*v1.Pod{pod})
 }
 
 // isSyncPodWorthy: a container's removal needs no sync; everything else does.
@@ -293,6 +329,7 @@ func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	start := kl.clock.Now()
 	for _, pod := range pods {
 		kl.podManager.RemovePod(pod)
+		kl.probeManager.RemovePod(pod)
 		if kubetypes.IsMirrorPod(pod) {
 			kl.handleMirrorPod(ctx, pod, start)
 			continue

@@ -43,6 +43,8 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	if kubetypes.IsStaticPod(pod) {
 		kl.ensureMirrorPod(ctx, pod, mirrorPod)
 	}
+	// Ensure the pod is being probed.
+	kl.probeManager.AddPod(pod)
 	if err := kl.makePodDataDirs(pod); err != nil {
 		kl.recorder.Eventf(pod, v1.EventTypeWarning, "FailedMountVolume", "error making pod data directories: %v", err)
 		return false, err
@@ -131,6 +133,7 @@ func (kl *Kubelet) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus
 	apiPodStatus := kl.generateAPIPodStatus(pod, podStatus, true)
 	kl.statusManager.SetPodStatus(logger, pod, apiPodStatus)
 	kl.statusManager.TerminatePod(logger, pod)
+	kl.probeManager.RemovePod(pod)
 	return nil
 }
 
@@ -140,7 +143,8 @@ func (kl *Kubelet) generateAPIPodStatus(pod *v1.Pod, podStatus *container.PodSta
 	if s, ok := kl.statusManager.GetPodStatus(pod.UID); ok {
 		oldStatus = s
 	}
-	return podstatus.GenerateAPIPodStatus(pod, podStatus, podIsTerminal, kl.reasonCache, kl.nodeIPs, oldStatus)
+	return podstatus.GenerateAPIPodStatus(pod, podStatus, podIsTerminal, kl.reasonCache, kl.nodeIPs, oldStatus,
+		podstatus.WithProbeResults(kl.probeManager))
 }
 
 func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
@@ -213,6 +217,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) error {
 		known[p.UID] = true
 	}
 	kl.statusManager.RemoveOrphanedStatuses(logger, known)
+	kl.probeManager.CleanupPods(known)
 
 	runtimePods, err := kl.runtime.GetPods(ctx, false)
 	if err != nil {

@@ -6,6 +6,7 @@ package container
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,6 +30,16 @@ func (c ContainerID) String() string {
 
 // IsEmpty reports an unset id.
 func (c ContainerID) IsEmpty() bool { return c.ID == "" }
+
+// ParseContainerID reads "type://id", as a ContainerStatus's containerID holds it; anything
+// else is an empty ContainerID.
+func ParseContainerID(s string) ContainerID {
+	typ, id, ok := strings.Cut(s, "://")
+	if !ok {
+		return ContainerID{}
+	}
+	return ContainerID{Type: typ, ID: id}
+}
 
 // State is a container's state.
 type State string

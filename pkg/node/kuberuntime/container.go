@@ -159,13 +159,13 @@ func (m *Manager) generateContainerConfig(ctx context.Context, c *v1.Container, 
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory for container %s failed: %v", c.Name, err)
 	}
-	lookup := lookupIn(envMap)
+	lookup := container.LookupIn(envMap)
 	var command, args []string
 	for _, s := range c.Command {
-		command = append(command, expand(s, lookup))
+		command = append(command, container.Expand(s, lookup))
 	}
 	for _, s := range c.Args {
-		args = append(args, expand(s, lookup))
+		args = append(args, container.Expand(s, lookup))
 	}
 	config := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-cluster/berth/pkg/node/container"
 )
 
 // envVar is one variable of a container's environment.
@@ -89,7 +91,7 @@ func (m *Manager) makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *
 		value := e.Value
 		switch from := e.ValueFrom; {
 		case value != "":
-			value = expand(value, lookupIn(env.values, serviceEnv))
+			value = container.Expand(value, container.LookupIn(env.values, serviceEnv))
 		case from == nil:
 		case from.FieldRef != nil:
 			v, err := m.podFieldValue(from.FieldRef.FieldPath, pod, podIP, podIPs)

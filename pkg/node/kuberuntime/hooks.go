@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
@@ -66,7 +65,7 @@ func (m *Manager) runHTTPHandler(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		}
 		host = podIPs[0]
 	}
-	port, err := resolvePort(g.Port, c)
+	port, err := container.ResolvePort(g.Port, c)
 	if err != nil {
 		return err
 	}
@@ -119,26 +118,6 @@ func (m *Manager) doHookRequest(req *http.Request) error {
 		return fmt.Errorf("HTTP lifecycle hook %s returned status %d", req.URL, resp.StatusCode)
 	}
 	return nil
-}
-
-// resolvePort turns a port number or the name of one of the container's ports into a
-// number.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		if p.IntVal <= 0 || p.IntVal > 65535 {
-			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)
-		}
-		return int(p.IntVal), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n <= 65535 {
-		return n, nil
-	}
-	return 0, fmt.Errorf("couldn't find port: %v in %v", p.StrVal, c.Name)
 }
 
 // RunInContainer runs a command in a running container and returns its output, stdout then

@@ -94,9 +94,9 @@ func TestResolvePort(t *testing.T) {
 		{intstr.FromInt32(0), 0, true},
 		{intstr.FromInt32(70000), 0, true},
 	} {
-		got, err := resolvePort(tt.port, c)
+		got, err := container.ResolvePort(tt.port, c)
 		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("resolvePort(%v) = %d, %v", tt.port, got, err)
+			t.Errorf("container.ResolvePort(%v) = %d, %v", tt.port, got, err)
 		}
 	}
 }

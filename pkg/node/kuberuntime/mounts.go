@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/node/container"
 )
 
 const etcHostsPath = "/etc/hosts"
@@ -202,7 +204,7 @@ func checkHostPath(hp *v1.HostPathVolumeSource) error {
 // names must be set.
 func expandSubPath(expr string, env map[string]string) (string, error) {
 	var missing []string
-	out := expand(expr, func(name string) (string, bool) {
+	out := container.Expand(expr, func(name string) (string, bool) {
 		v, ok := env[name]
 		if !ok || v == "" {
 			missing = append(missing, name)

@@ -26,11 +26,13 @@ import (
 // ContainerLogsFunc writes a container's log as opts say (the Runtime's GetContainerLogs).
 type ContainerLogsFunc func(ctx context.Context, pod *v1.Pod, id container.ContainerID, opts *v1.PodLogOptions, stdout, stderr io.Writer) error
 
-// ProbeResults are the probes' verdicts on running containers. known is false when the
-// container has no such probe: it then counts as started, and as ready once started.
+// ProbeResults are the probes' verdicts on running containers, by pod, container name and
+// container ID. known is false when the container has no such probe: it then counts as
+// started, and as ready once started. A container whose probe has not run yet is known and
+// neither started nor ready.
 type ProbeResults interface {
-	Started(podUID types.UID, containerID string) (started, known bool)
-	Ready(podUID types.UID, containerID string) (ready, known bool)
+	Started(podUID types.UID, name, containerID string) (started, known bool)
+	Ready(podUID types.UID, name, containerID string) (ready, known bool)
 }
 
 // Option adjusts GenerateAPIPodStatus.
@@ -194,7 +196,7 @@ func (g *generator) applyProbes(s *v1.PodStatus) {
 			return false
 		}
 		if g.opts.probes != nil {
-			if ok, known := g.opts.probes.Started(g.pod.UID, cs.ContainerID); known {
+			if ok, known := g.opts.probes.Started(g.pod.UID, cs.Name, cs.ContainerID); known {
 				return ok
 			}
 		}
@@ -205,7 +207,7 @@ func (g *generator) applyProbes(s *v1.PodStatus) {
 			return false
 		}
 		if g.opts.probes != nil {
-			if ok, known := g.opts.probes.Ready(g.pod.UID, cs.ContainerID); known {
+			if ok, known := g.opts.probes.Ready(g.pod.UID, cs.Name, cs.ContainerID); known {
 				return ok
 			}
 		}

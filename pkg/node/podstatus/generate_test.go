@@ -295,11 +295,14 @@ func TestProbeResults(t *testing.T) {
 
 type probeResults struct{ started, ready map[string]bool }
 
-func (p probeResults) Started(_ types.UID, id string) (bool, bool) {
+func (p probeResults) Started(_ types.UID, _, id string) (bool, bool) {
 	v, ok := p.started[id]
 	return v, ok
 }
-func (p probeResults) Ready(_ types.UID, id string) (bool, bool) { v, ok := p.ready[id]; return v, ok }
+func (p probeResults) Ready(_ types.UID, _, id string) (bool, bool) {
+	v, ok := p.ready[id]
+	return v, ok
+}
 
 func TestConditionTransitionTimes(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)

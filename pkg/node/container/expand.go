@@ -1,14 +1,14 @@
-package kuberuntime
+package container
 
 import "strings"
 
-// expand replaces the $(VAR) references in s the way Kubernetes does in command, args and
+// Expand replaces the $(VAR) references in s the way Kubernetes does in command, args and
 // env values:
 //
 //   - $(VAR) becomes lookup(VAR) when it is defined, and stays "$(VAR)" when it is not;
 //   - $$ is an escaped "$", so "$$(VAR)" is the literal text "$(VAR)";
 //   - a "$" before anything else, an unterminated "$(" and a trailing "$" stay as they are.
-func expand(s string, lookup func(string) (string, bool)) string {
+func Expand(s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -43,8 +43,8 @@ func expand(s string, lookup func(string) (string, bool)) string {
 	return b.String()
 }
 
-// lookupIn looks names up in the maps in order.
-func lookupIn(maps ...map[string]string) func(string) (string, bool) {
+// LookupIn looks names up in the maps in order.
+func LookupIn(maps ...map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		for _, m := range maps {
 			if v, ok := m[name]; ok {

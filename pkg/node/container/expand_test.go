@@ -1,4 +1,4 @@
-package kuberuntime
+package container
 
 import "testing"
 
@@ -32,16 +32,16 @@ func TestExpand(t *testing.T) {
 		{"héllo $(VAR_A) wörld", "héllo A wörld"},
 		{"$é", "$é"},
 	}
-	lookup := lookupIn(vars)
+	lookup := LookupIn(vars)
 	for _, tt := range tests {
-		if got := expand(tt.in, lookup); got != tt.want {
-			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := Expand(tt.in, lookup); got != tt.want {
+			t.Errorf("Expand(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestLookupInOrder(t *testing.T) {
-	lookup := lookupIn(map[string]string{"A": "first"}, map[string]string{"A": "second", "B": "b"})
+	lookup := LookupIn(map[string]string{"A": "first"}, map[string]string{"A": "second", "B": "b"})
 	if v, _ := lookup("A"); v != "first" {
 		t.Errorf("A = %q, want the first map's", v)
 	}
