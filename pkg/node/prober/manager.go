@@ -156,8 +156,10 @@ func (m *Manager) Ready(podUID types.UID, name, containerID string) (bool, bool)
 }
 
 // Liveness and Startup are the verdicts that kill containers (the runtime's ProbeResults).
-func (m *Manager) Liveness(id container.ContainerID) (results.Result, bool) { return m.liveness.Get(id) }
-func (m *Manager) Startup(id container.ContainerID) (results.Result, bool)  { return m.startup.Get(id) }
+func (m *Manager) Liveness(id container.ContainerID) (results.Result, bool) {
+	return m.liveness.Get(id)
+}
+func (m *Manager) Startup(id container.ContainerID) (results.Result, bool) { return m.startup.Get(id) }
 
 // Trigger probes a pod's containers at once, e.g. when one just started or passed its
 // startup probe, so that readiness need not wait a period.
