@@ -273,15 +273,13 @@ func isSyncPodWorthy(e *pleg.PodLifecycleEvent) bool {
 // (the container GC of a later part).
 func (kl *Kubelet) cleanUpContainersInPod(podID types.UID, exitedContainerID string) {}
 
-// getPodsToSync returns the pods whose work is due: back-off expired, periodic resync.
+// getPodsToSync returns the pods whose work is due: back-off expired, periodic resync, or
+// past their active deadline (the PodSyncLoopHandlers).
 func (kl *Kubelet) getPodsToSync() []*v1.Pod {
 	due := sets.New(kl.workQueue.GetWork()...)
-	if due.Len() == 0 {
-		return nil
-	}
 	var pods []*v1.Pod
 	for _, pod := range kl.podManager.GetPods() {
-		if due.Has(pod.UID) {
+		if due.Has(pod.UID) || (kl.pastActiveDeadline(pod) && !kl.podWorkers.IsPodTerminationRequested(pod.UID)) {
 			pods = append(pods, pod)
 		}
 	}

@@ -143,8 +143,10 @@ func (kl *Kubelet) generateAPIPodStatus(pod *v1.Pod, podStatus *container.PodSta
 	if s, ok := kl.statusManager.GetPodStatus(pod.UID); ok {
 		oldStatus = s
 	}
-	return podstatus.GenerateAPIPodStatus(pod, podStatus, podIsTerminal, kl.reasonCache, kl.nodeIPs, oldStatus,
+	s := podstatus.GenerateAPIPodStatus(pod, podStatus, podIsTerminal, kl.reasonCache, kl.nodeIPs, oldStatus,
 		podstatus.WithProbeResults(kl.probeManager))
+	kl.applyActiveDeadline(pod, &s, oldStatus)
+	return s
 }
 
 func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
