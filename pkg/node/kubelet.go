@@ -78,6 +78,8 @@ type Kubelet struct {
 	reasonCache   *podstatus.ReasonCache
 	// crashLoopBackOff is the restart back-off of containers (10 s doubling to 5 min).
 	crashLoopBackOff *flowcontrol.Backoff
+	// containerDeletor removes a pod's surplus dead containers when one dies.
+	containerDeletor *podContainerDeletor
 	// startedContainers marks pods whose last sync started containers (types.UID → true).
 	startedContainers sync.Map
 }
@@ -95,6 +97,8 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	kl.statusManager.Start(ctx)
 	kl.pleg.Start(ctx)
 	go kl.podWorkers.Run(ctx)
+	kl.containerDeletor = newPodContainerDeletor(ctx, kl.runtime, minDeadContainerInPod)
+	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
 	logger.Info("Starting kubelet main sync loop")
 	kl.syncLoop(ctx, updates)
 	return nil
@@ -210,7 +214,7 @@ func (kl *Kubelet) syncLoopIteration(ctx context.Context, configCh <-chan kubety
 		}
 		if e.Type == pleg.ContainerDied {
 			if containerID, ok := e.Data.(string); ok {
-				kl.cleanUpContainersInPod(e.ID, containerID)
+				kl.cleanUpContainersInPod(ctx, e.ID, containerID)
 			}
 		}
 	case <-syncCh:
@@ -268,10 +272,6 @@ func (kl *Kubelet) handleProbeSync(ctx context.Context, update results.Update, p
 func isSyncPodWorthy(e *pleg.PodLifecycleEvent) bool {
 	return e.Type != pleg.ContainerRemoved
 }
-
-// cleanUpContainersInPod is where dead containers beyond the ones a restart needs are removed
-// (the container GC of a later part).
-func (kl *Kubelet) cleanUpContainersInPod(podID types.UID, exitedContainerID string) {}
 
 // getPodsToSync returns the pods whose work is due: back-off expired, periodic resync, or
 // past their active deadline (the PodSyncLoopHandlers).

@@ -15,6 +15,26 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// GCPolicy is the container garbage collection policy (the kubelet's
+// kubecontainer.GCPolicy).
+type GCPolicy struct {
+	// MinAge is how long a container must have been dead before it can go.
+	MinAge time.Duration
+	// MaxPerPodContainer is how many dead containers each container of a pod keeps (for
+	// `kubectl logs --previous` and the restart count); below 0, no limit.
+	MaxPerPodContainer int
+	// MaxContainers is how many dead containers the node keeps in all; below 0, no limit.
+	MaxContainers int
+}
+
+// PodStateProvider says which pods' leftovers can go (the pod workers know).
+type PodStateProvider interface {
+	// ShouldPodContentBeRemoved: the pod was evicted, or deleted and stopped.
+	ShouldPodContentBeRemoved(uid types.UID) bool
+	// ShouldPodRuntimeBeRemoved: the pod's containers have stopped for good.
+	ShouldPodRuntimeBeRemoved(uid types.UID) bool
+}
+
 // ContainerID is a runtime's container id with the runtime's name: "containerd://abc".
 type ContainerID struct {
 	Type string
@@ -206,6 +226,10 @@ type Runtime interface {
 	KillPod(ctx context.Context, pod *v1.Pod, runningPod Pod, gracePeriodOverride *int64) error
 	// DeleteContainer removes an exited container.
 	DeleteContainer(ctx context.Context, id ContainerID) error
+	// GarbageCollect removes dead containers and sandboxes as policy says, and the pod log
+	// directories of pods that are gone; pods says which pods are gone, and allSourcesReady
+	// whether the node agent knows every pod yet (until then only surplus containers go).
+	GarbageCollect(ctx context.Context, policy GCPolicy, pods PodStateProvider, allSourcesReady bool) error
 	// GetContainerLogs writes a container's log to stdout/stderr as the options say.
 	GetContainerLogs(ctx context.Context, pod *v1.Pod, id ContainerID, opts *v1.PodLogOptions, stdout, stderr io.Writer) error
 }
