@@ -101,8 +101,12 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
 	return map[string]rest.Storage{
 		"pods":                pods.Pod,
+		"pods/exec":           exec,
+		"pods/attach":         attach,
+		"pods/portforward":    portForward,
 		"pods/status":         pods.Status,
 		"pods/binding":        pods.Binding,
 		"pods/eviction":       pods.Eviction,

@@ -149,6 +149,16 @@ func (kl *Kubelet) generateAPIPodStatus(pod *v1.Pod, podStatus *container.PodSta
 	return s
 }
 
+// isAdmittedPodTerminal reports a pod that is done by the API's status or by the one the node
+// agent has not written yet (a pod rejected at admission a moment ago).
+func (kl *Kubelet) isAdmittedPodTerminal(pod *v1.Pod) bool {
+	if isTerminalPhase(pod.Status.Phase) {
+		return true
+	}
+	s, ok := kl.statusManager.GetPodStatus(pod.UID)
+	return ok && isTerminalPhase(s.Phase)
+}
+
 func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
 // runningPod is the runtime's pod as KillPod wants it.
@@ -239,7 +249,7 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) error {
 	// A desired pod no worker knows (its worker finished and forgot it) starts again.
 	start := kl.clock.Now()
 	for _, pod := range allPods {
-		if _, ok := workingPods[pod.UID]; ok || kubetypes.IsMirrorPod(pod) || isTerminalPhase(pod.Status.Phase) {
+		if _, ok := workingPods[pod.UID]; ok || kubetypes.IsMirrorPod(pod) || kl.isAdmittedPodTerminal(pod) {
 			continue
 		}
 		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)

@@ -6,6 +6,7 @@ package container
 import (
 	"context"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -14,6 +15,14 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
+
+// StreamingRuntime gives the URLs of the runtime's streaming server for exec, attach and
+// port-forward (the CRI's Exec, Attach and PortForward); the node API proxies to them.
+type StreamingRuntime interface {
+	GetExec(ctx context.Context, id ContainerID, cmd []string, stdin, stdout, stderr, tty bool) (*url.URL, error)
+	GetAttach(ctx context.Context, id ContainerID, stdin, stdout, stderr, tty bool) (*url.URL, error)
+	GetPortForward(ctx context.Context, podName, podNamespace string, podUID types.UID, ports []int32) (*url.URL, error)
+}
 
 // GCPolicy is the container garbage collection policy (the kubelet's
 // kubecontainer.GCPolicy).
@@ -210,6 +219,7 @@ type ImageService interface {
 // Runtime is what the node agent asks of the container runtime.
 type Runtime interface {
 	ImageService
+	StreamingRuntime
 	// Type names the runtime ("containerd"); Version is its version.
 	Type() string
 	Version(ctx context.Context) (string, error)

@@ -22,6 +22,9 @@ import (
 // that are gone. It reads the runtime directly, not the PLEG's cache, so it also finds what
 // belongs to pods the node agent never knew.
 
+// createdGrace is how long a created container counts as starting rather than dead.
+const createdGrace = time.Minute
+
 // gcUnit is one container of one pod: its dead instances, newest first.
 type gcUnit struct {
 	podUID types.UID
@@ -114,6 +117,11 @@ func (m *Manager) deadContainers(ctx context.Context, minAge time.Duration) (map
 		}
 		created := time.Unix(0, c.CreatedAt)
 		if created.After(newest) {
+			continue
+		}
+		// A container created a moment ago is about to start, not dead: counting it would
+		// make it the newest "dead" instance and cost the one before it (--previous).
+		if c.State == runtimeapi.ContainerState_CONTAINER_CREATED && time.Since(created) < createdGrace {
 			continue
 		}
 		info := containerInfoFromLabels(c.Labels)

@@ -440,7 +440,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 		t.Errorf("second back-off: %+v", r)
 	}
 
-	// A log file per run; --previous reads the one before.
+	// A log file per run; --previous reads the instance before (the caller picks it).
 	logDir := filepath.Join(n.cfg.PodLogsDir, "default_crashloop_"+string(pod.UID), "crash")
 	for _, f := range []string{"0.log", "1.log", "2.log"} {
 		if _, err := os.Stat(filepath.Join(logDir, f)); err != nil {
@@ -448,9 +448,18 @@ func TestCrashLoopBackOff(t *testing.T) {
 		}
 	}
 	newest := s.FindContainerStatusByName("crash")
+	var previous *container.Status
+	for _, cs := range s.ContainerStatuses {
+		if cs.Name == "crash" && cs.RestartCount == newest.RestartCount-1 {
+			previous = cs
+		}
+	}
+	if previous == nil {
+		t.Fatalf("no instance before the newest (restart %d)", newest.RestartCount)
+	}
 	os.WriteFile(filepath.Join(logDir, "1.log"), []byte("2024-01-01T00:00:00Z stdout F the previous run\n"), 0o644)
 	var out bytes.Buffer
-	if err := n.m.GetContainerLogs(ctx, pod, newest.ID, &v1.PodLogOptions{Previous: true}, &out, &out); err != nil {
+	if err := n.m.GetContainerLogs(ctx, pod, previous.ID, &v1.PodLogOptions{Previous: true}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "the previous run\n" {

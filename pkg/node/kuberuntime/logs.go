@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -311,18 +310,9 @@ func (m *Manager) GetContainerLogs(ctx context.Context, pod *v1.Pod, id containe
 	if s == nil {
 		return fmt.Errorf("container %q has no status", id)
 	}
+	// id is the instance to read: for --previous, the caller already picked the last
+	// terminated one (the pod status's lastState).
 	path := s.GetLogPath()
-	if opts != nil && opts.Previous {
-		notFound := fmt.Errorf("previous terminated container %q in pod %q not found", s.GetMetadata().GetName(), s.Labels[podNameLabel])
-		restart := containerInfoFromAnnotations(s.Annotations).RestartCount
-		if restart == 0 {
-			return notFound
-		}
-		path = filepath.Join(filepath.Dir(path), strconv.Itoa(restart-1)+".log")
-		if _, err := os.Stat(path); err != nil {
-			return notFound
-		}
-	}
 	o := NewLogOptions(opts, m.clock.Now())
 	if opts != nil && opts.Previous {
 		o.Follow = false // the previous container has stopped

@@ -1,6 +1,7 @@
 // Package server is the node agent's HTTPS API on :10250, which the API server and the cluster's
 // tools call: seed 000's logServer (/logs/, the node's /var/log) grown into the kubelet's server
-// with /healthz, /pods and /containerLogs, the endpoint behind `kubectl logs`.
+// with /healthz, /pods and /containerLogs, the endpoint behind `kubectl logs`, and /exec,
+// /attach and /portForward behind `kubectl exec`, `attach` and `port-forward`.
 //
 // Every endpoint but /healthz wants a client certificate of the cluster CA (the API server's
 // apiserver-kubelet-client certificate); requests without one get 401. Any such certificate may
@@ -156,6 +157,11 @@ func newHandler(cfg ServerConfig, pods PodSource, runtime container.Runtime) (ht
 	healthz.InstallHandler(mux, checks...)
 	mux.Handle("GET /pods", h.authenticated(http.HandlerFunc(h.getPods)))
 	mux.Handle("GET /containerLogs/", h.authenticated(http.HandlerFunc(h.getContainerLogs)))
+	for _, method := range []string{"GET", "POST"} {
+		mux.Handle(method+" /exec/", h.authenticated(http.HandlerFunc(h.getExec)))
+		mux.Handle(method+" /attach/", h.authenticated(http.HandlerFunc(h.getAttach)))
+		mux.Handle(method+" /portForward/", h.authenticated(http.HandlerFunc(h.getPortForward)))
+	}
 	mux.Handle("GET /logs/", h.authenticated(http.StripPrefix("/logs/", http.FileServer(http.Dir(logsDir)))))
 	return mux, nil
 }

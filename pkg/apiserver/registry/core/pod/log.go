@@ -60,6 +60,11 @@ type getter interface {
 // LogREST serves pods/log: it finds the pod's node and streams the node agent's
 // /containerLogs answer to the client (kubectl logs, kubectl logs -f).
 type LogREST struct {
+	podLocator
+}
+
+// podLocator finds a pod's node agent: the pod, its node, and how to reach the node.
+type podLocator struct {
 	pods    getter
 	nodes   getter
 	kubelet *KubeletConnection
@@ -72,7 +77,7 @@ var (
 
 // NewLogREST returns pods/log over the pods and nodes stores.
 func NewLogREST(pods, nodes *genericregistry.Store, kubelet *KubeletConnection) *LogREST {
-	return &LogREST{pods: pods, nodes: nodes, kubelet: kubelet}
+	return &LogREST{podLocator{pods: pods, nodes: nodes, kubelet: kubelet}}
 }
 
 // New returns an empty Pod, the resource the subresource belongs to.
@@ -201,7 +206,7 @@ var nodeAddressOrder = []corev1.NodeAddressType{
 }
 
 // nodeHost is host:port of the node's API.
-func (r *LogREST) nodeHost(ctx context.Context, nodeName string) (string, error) {
+func (r *podLocator) nodeHost(ctx context.Context, nodeName string) (string, error) {
 	obj, err := r.nodes.Get(ctx, nodeName, &metav1.GetOptions{})
 	if err != nil {
 		return "", err

@@ -118,7 +118,7 @@ func TestLogREST(t *testing.T) {
 		{name: "a node without addresses", pod: "nowhere", wantErr: "no preferred addresses found"},
 		{name: "a hostname and the default port", pod: "hostname", wantURL: "https://named.example:10250/containerLogs/ns/hostname/c"},
 	}
-	r := &LogREST{pods: pods, nodes: nodes, kubelet: &KubeletConnection{Port: DefaultKubeletPort}}
+	r := &LogREST{podLocator{pods: pods, nodes: nodes, kubelet: &KubeletConnection{Port: DefaultKubeletPort}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj, err := r.Get(context.Background(), tt.pod, &tt.opts)
