@@ -39,6 +39,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/server"
 	"github.com/berth-cluster/berth/pkg/node/status"
+	"github.com/berth-cluster/berth/pkg/node/volume"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/version"
 )
@@ -153,7 +154,9 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		}
 	}
 	verdicts := &probeVerdicts{}
-	runtime, err := kuberuntime.NewManager(kuberuntime.Config{
+	var runtime *kuberuntime.Manager
+	volumes := volume.NewManager(filepath.Join(cfg.DataDir, "pods"), apiObjects{client}, func() v1.ResourceList { return runtime.Allocatable() })
+	runtime, err = kuberuntime.NewManager(kuberuntime.Config{
 		PodLogsDir:    kc.PodLogsDir,
 		RootDir:       cfg.DataDir,
 		NodeName:      cfg.NodeName,
@@ -164,6 +167,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		CgroupDriver:  kc.CgroupDriver,
 		Objects:       apiObjects{client},
 		Probes:        verdicts,
+		Volumes:       volumes,
 	}, runtimeService, imageService, recorder)
 	if err != nil {
 		return err
@@ -193,6 +197,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	kl.statusManager = status.NewManager(client, podManager, kl)
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, runtime, recorder, kl.podWorkers.IsPodTerminationRequested)
 	verdicts.m = kl.probeManager
+	kl.volumeManager = volumes
 
 	memoryThreshold := resource.MustParse("100Mi")
 	if v, ok := kc.EvictionHard["memory.available"]; ok {

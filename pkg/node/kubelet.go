@@ -40,6 +40,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
 	"github.com/berth-cluster/berth/pkg/node/status"
+	"github.com/berth-cluster/berth/pkg/node/volume"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
 
@@ -67,6 +68,7 @@ type Kubelet struct {
 	workQueue     podworkers.WorkQueue
 	statusManager status.Manager
 	probeManager  *prober.Manager
+	volumeManager *volume.Manager
 	runtime       container.Runtime
 	pleg          pleg.PodLifecycleEventGenerator
 	podCache      pleg.Cache
@@ -99,6 +101,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	go kl.podWorkers.Run(ctx)
 	kl.containerDeletor = newPodContainerDeletor(ctx, kl.runtime, minDeadContainerInPod)
 	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
+	go kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers)
 	logger.Info("Starting kubelet main sync loop")
 	kl.syncLoop(ctx, updates)
 	return nil
@@ -317,6 +320,7 @@ func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 			kl.handleMirrorPod(ctx, pod, start)
 			continue
 		}
+		kl.volumeManager.UpdatePod(pod)
 		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
 		kl.dispatchWork(pod, kubetypes.SyncPodUpdate, mirrorPod, start)
 	}

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 )
@@ -212,17 +209,10 @@ func (o *objectCache) secret(ctx context.Context, name string, optional *bool) (
 
 // podFieldValue is the downward API's value of a pod field.
 func (m *Manager) podFieldValue(fieldPath string, pod *v1.Pod, podIP string, podIPs []string) (string, error) {
+	if v, ok := container.PodMetadataField(pod, fieldPath); ok {
+		return v, nil
+	}
 	switch fieldPath {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
 	case "spec.nodeName":
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
@@ -244,66 +234,18 @@ func (m *Manager) podFieldValue(fieldPath string, pod *v1.Pod, podIP string, pod
 		}
 		return strings.Join(ips, ","), nil
 	}
-	for prefix, values := range map[string]map[string]string{"metadata.labels": pod.Labels, "metadata.annotations": pod.Annotations} {
-		if rest, ok := strings.CutPrefix(fieldPath, prefix+"['"); ok {
-			if key, ok := strings.CutSuffix(rest, "']"); ok {
-				return values[key], nil
-			}
-		}
-	}
 	return "", fmt.Errorf("unsupported fieldPath: %v", fieldPath)
 }
 
-// formatMap renders a map as the downward API does: sorted key="value" lines.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%q\n", k, m[k])
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// containerResourceValue is the downward API's value of a container's request or limit,
-// divided by the divisor and rounded up. A limit the container does not set is the node's
-// allocatable amount.
+// containerResourceValue is the downward API's value of a container's request or limit (of
+// the named container when the selector names one).
 func (m *Manager) containerResourceValue(ref *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container) (string, error) {
 	if ref.ContainerName != "" {
 		if c = containerSpec(pod, ref.ContainerName); c == nil {
 			return "", fmt.Errorf("container %s not found", ref.ContainerName)
 		}
 	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
-	}
-	rn := v1.ResourceName(name)
-	if rn != v1.ResourceCPU && rn != v1.ResourceMemory && rn != v1.ResourceEphemeralStorage && !strings.HasPrefix(name, v1.ResourceHugePagesPrefix) {
-		return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
-	}
-	list := c.Resources.Requests
-	if kind == "limits" {
-		list = c.Resources.Limits
-	}
-	q, set := list[rn]
-	if !set && kind == "limits" {
-		q = m.allocatable[rn]
-	}
-	var v float64
-	if rn == v1.ResourceCPU {
-		v = math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue()))
-	} else {
-		v = math.Ceil(float64(q.Value()) / float64(divisor.Value()))
-	}
-	return strconv.FormatInt(int64(v), 10), nil
+	return container.ResourceFieldValue(ref, c, m.allocatable)
 }
 
 // containerSpec finds a container of the pod by name: app, init or ephemeral.

@@ -125,11 +125,16 @@ type ObjectGetter interface {
 	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
-// VolumeHost maps a pod's volume to the host path its mounts bind.
+// VolumeHost sets up the volumes the Manager does not handle itself (configMap, secret,
+// downwardAPI, projected: the volume manager's).
 type VolumeHost interface {
-	// VolumePath returns the volume's host path; ok is false for a volume it does not know.
-	VolumePath(pod *v1.Pod, volume *v1.Volume) (path string, ok bool)
+	// SetUpVolume makes the volume ready and returns its host path and whether containers
+	// must mount it read-only; ok is false for a volume type it does not know.
+	SetUpVolume(ctx context.Context, pod *v1.Pod, volume *v1.Volume) (path string, readOnly, ok bool, err error)
 }
+
+// Allocatable is what the downward API reports for a limit a container does not set.
+func (m *Manager) Allocatable() v1.ResourceList { return m.allocatable }
 
 // Manager implements container.Runtime over a CRI runtime service and image service.
 type Manager struct {

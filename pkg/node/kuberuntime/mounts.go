@@ -31,7 +31,7 @@ func (m *Manager) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		if vm.MountPath == etcHostsPath {
 			mountHosts = false
 		}
-		hostPath, err := m.volumeHostPath(pod, vm.Name)
+		hostPath, readOnly, err := m.volumeHostPath(ctx, pod, vm.Name)
 		if err != nil {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q: %w", vm.Name, c.Name, err)
 		}
@@ -49,7 +49,7 @@ func (m *Manager) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		mount := &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      vm.ReadOnly || readOnly,
 			Propagation:   runtimeapi.MountPropagation_PROPAGATION_PRIVATE,
 		}
 		if vm.MountPropagation != nil {
@@ -91,7 +91,7 @@ func (m *Manager) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 // directories of the pod (mode 0777, or a tmpfs for medium Memory); hostPath volumes are
 // the host's paths, checked or created as their type says; other volumes come from
 // Config.Volumes.
-func (m *Manager) volumeHostPath(pod *v1.Pod, name string) (string, error) {
+func (m *Manager) volumeHostPath(ctx context.Context, pod *v1.Pod, name string) (string, bool, error) {
 	var vol *v1.Volume
 	for i := range pod.Spec.Volumes {
 		if pod.Spec.Volumes[i].Name == name {
@@ -99,20 +99,22 @@ func (m *Manager) volumeHostPath(pod *v1.Pod, name string) (string, error) {
 		}
 	}
 	if vol == nil {
-		return "", errors.New("no such volume in the pod")
+		return "", false, errors.New("no such volume in the pod")
 	}
 	switch {
 	case vol.EmptyDir != nil:
-		return m.ensureEmptyDir(pod, vol)
+		path, err := m.ensureEmptyDir(pod, vol)
+		return path, false, err
 	case vol.HostPath != nil:
-		return vol.HostPath.Path, checkHostPath(vol.HostPath)
+		return vol.HostPath.Path, false, checkHostPath(vol.HostPath)
 	}
 	if m.cfg.Volumes != nil {
-		if path, ok := m.cfg.Volumes.VolumePath(pod, vol); ok {
-			return path, nil
+		path, readOnly, ok, err := m.cfg.Volumes.SetUpVolume(ctx, pod, vol)
+		if ok {
+			return path, readOnly, err
 		}
 	}
-	return "", errors.New("this volume type is not supported by berth's node agent yet")
+	return "", false, errors.New("this volume type is not supported by berth's node agent yet")
 }
 
 // emptyDirPath is RootDir/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>.
@@ -306,14 +308,18 @@ func (m *Manager) ensureHostsFile(ctx context.Context, pod *v1.Pod, podIPs []str
 // unmounting its memory-backed emptyDirs first. The lead's cleanup of a terminated pod
 // calls it once no container of the pod runs.
 func (m *Manager) RemovePodDir(uid string) error {
-	emptyDirs := filepath.Join(m.podDir(uid), "volumes", "kubernetes.io~empty-dir")
-	entries, _ := os.ReadDir(emptyDirs)
-	for _, e := range entries {
-		dir := filepath.Join(emptyDirs, e.Name())
-		var st, parent syscall.Statfs_t
-		if syscall.Statfs(dir, &st) == nil && syscall.Statfs(emptyDirs, &parent) == nil && st.Fsid != parent.Fsid {
-			if err := syscall.Unmount(dir, 0); err != nil {
-				return fmt.Errorf("unmounting %s: %w", dir, err)
+	// emptyDir tmpfs, secret and projected volumes are mounts: undo them first.
+	volumes := filepath.Join(m.podDir(uid), "volumes")
+	plugins, _ := os.ReadDir(volumes)
+	for _, p := range plugins {
+		entries, _ := os.ReadDir(filepath.Join(volumes, p.Name()))
+		for _, e := range entries {
+			dir := filepath.Join(volumes, p.Name(), e.Name())
+			var st, parent syscall.Statfs_t
+			if syscall.Statfs(dir, &st) == nil && syscall.Statfs(volumes, &parent) == nil && (st.Fsid != parent.Fsid || st.Type != parent.Type) {
+				if err := syscall.Unmount(dir, 0); err != nil {
+					return fmt.Errorf("unmounting %s: %w", dir, err)
+				}
 			}
 		}
 	}

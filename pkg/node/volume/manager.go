@@ -1,0 +1,321 @@
+// Package volume sets up the pod volumes whose contents come from the API: configMap, secret,
+// downwardAPI and projected (seed 000's volumeManager, for these plugins). A volume is written
+// when a container that mounts it is created, and rewritten every resync period while its pod
+// runs, so that changes to a ConfigMap or Secret reach the files; each write swaps the whole
+// volume at once through a "..data" symlink. Secrets live on tmpfs, never on disk.
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/node/container"
+)
+
+// ResyncPeriod is how often the volumes of running pods are rewritten from the API.
+const ResyncPeriod = 20 * time.Second
+
+// ObjectGetter reads the ConfigMaps and Secrets volumes refer to.
+type ObjectGetter interface {
+	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+// Manager writes the API-backed volumes of pods under RootDir/pods/<uid>/volumes.
+type Manager struct {
+	podsDir     string
+	objects     ObjectGetter
+	allocatable func() v1.ResourceList
+
+	mu sync.Mutex
+	// set up: pod UID → the pod, for the resync.
+	pods map[types.UID]*v1.Pod
+}
+
+// NewManager returns a Manager for the pods under podsDir; allocatable answers the
+// downward API's limits of a container that sets none.
+func NewManager(podsDir string, objects ObjectGetter, allocatable func() v1.ResourceList) *Manager {
+	return &Manager{podsDir: podsDir, objects: objects, allocatable: allocatable, pods: map[types.UID]*v1.Pod{}}
+}
+
+// pluginDir is the kubelet's directory name of each volume plugin.
+func pluginDir(vol *v1.Volume) string {
+	switch {
+	case vol.ConfigMap != nil:
+		return "kubernetes.io~configmap"
+	case vol.Secret != nil:
+		return "kubernetes.io~secret"
+	case vol.DownwardAPI != nil:
+		return "kubernetes.io~downward-api"
+	case vol.Projected != nil:
+		return "kubernetes.io~projected"
+	}
+	return ""
+}
+
+// SetUpVolume writes the volume and returns its host path, mounted read-only in containers
+// as the kubelet does for these types. ok is false for a volume type it does not handle.
+func (m *Manager) SetUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (path string, readOnly, ok bool, err error) {
+	plugin := pluginDir(vol)
+	if plugin == "" {
+		return "", false, false, nil
+	}
+	dir := filepath.Join(m.podsDir, string(pod.UID), "volumes", plugin, vol.Name)
+	if err := m.setUp(ctx, pod, vol, dir); err != nil {
+		return "", true, true, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
+	}
+	m.mu.Lock()
+	m.pods[pod.UID] = pod
+	m.mu.Unlock()
+	return dir, true, true, nil
+}
+
+func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, dir string) error {
+	payload, err := m.payload(ctx, pod, vol)
+	if err != nil {
+		return err
+	}
+	if vol.Secret != nil || (vol.Projected != nil && hasSecret(vol.Projected)) {
+		if err := ensureTmpfs(dir); err != nil {
+			return err
+		}
+	}
+	return writePayload(dir, payload)
+}
+
+func hasSecret(p *v1.ProjectedVolumeSource) bool {
+	for _, s := range p.Sources {
+		if s.Secret != nil || s.ServiceAccountToken != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureTmpfs mounts a tmpfs on dir unless one is there.
+func ensureTmpfs(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return err
+	}
+	const tmpfsMagic = 0x01021994
+	if st.Type == tmpfsMagic {
+		return nil
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755"); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Resync rewrites the volumes of the pods active says are still running, until ctx ends,
+// and forgets the others.
+func (m *Manager) Run(ctx context.Context, active func(types.UID) bool) {
+	t := time.NewTicker(ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		pods := make([]*v1.Pod, 0, len(m.pods))
+		for uid, pod := range m.pods {
+			if active(uid) {
+				pods = append(pods, pod)
+			} else {
+				delete(m.pods, uid)
+			}
+		}
+		m.mu.Unlock()
+		for _, pod := range pods {
+			for i := range pod.Spec.Volumes {
+				vol := &pod.Spec.Volumes[i]
+				if pluginDir(vol) == "" {
+					continue
+				}
+				dir := filepath.Join(m.podsDir, string(pod.UID), "volumes", pluginDir(vol), vol.Name)
+				if _, err := os.Stat(dir); err != nil {
+					continue // no container mounted it yet
+				}
+				if err := m.setUp(ctx, pod, vol, dir); err != nil {
+					klog.FromContext(ctx).V(2).Info("Refreshing a volume failed", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// UpdatePod gives the resync the pod's newest spec (labels and annotations for the
+// downward API).
+func (m *Manager) UpdatePod(pod *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.pods[pod.UID]; ok {
+		m.pods[pod.UID] = pod
+	}
+}
+
+// payload is the volume's files.
+func (m *Manager) payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map[string]FileProjection, error) {
+	switch {
+	case vol.ConfigMap != nil:
+		return m.configMapPayload(ctx, pod, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.Optional, mode(vol.ConfigMap.DefaultMode))
+	case vol.Secret != nil:
+		return m.secretPayload(ctx, pod, vol.Secret.SecretName, vol.Secret.Items, vol.Secret.Optional, mode(vol.Secret.DefaultMode))
+	case vol.DownwardAPI != nil:
+		return m.downwardAPIPayload(pod, vol.DownwardAPI.Items, mode(vol.DownwardAPI.DefaultMode))
+	case vol.Projected != nil:
+		return m.projectedPayload(ctx, pod, vol.Projected)
+	}
+	return nil, errors.New("unsupported volume type")
+}
+
+func mode(m *int32) int32 {
+	if m == nil {
+		return 0o644
+	}
+	return *m
+}
+
+func (m *Manager) configMapPayload(ctx context.Context, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, defaultMode int32) (map[string]FileProjection, error) {
+	cm, err := m.objects.GetConfigMap(ctx, pod.Namespace, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && optional != nil && *optional {
+			return map[string]FileProjection{}, nil
+		}
+		return nil, err
+	}
+	data := map[string][]byte{}
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = v
+	}
+	return keysToFiles(data, items, optional, defaultMode, "configmap")
+}
+
+func (m *Manager) secretPayload(ctx context.Context, pod *v1.Pod, name string, items []v1.KeyToPath, optional *bool, defaultMode int32) (map[string]FileProjection, error) {
+	s, err := m.objects.GetSecret(ctx, pod.Namespace, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && optional != nil && *optional {
+			return map[string]FileProjection{}, nil
+		}
+		return nil, err
+	}
+	return keysToFiles(s.Data, items, optional, defaultMode, "secret")
+}
+
+// keysToFiles maps an object's keys to files: all of them, or the items asked for.
+func keysToFiles(data map[string][]byte, items []v1.KeyToPath, optional *bool, defaultMode int32, kind string) (map[string]FileProjection, error) {
+	out := map[string]FileProjection{}
+	if len(items) == 0 {
+		for k, v := range data {
+			out[k] = FileProjection{Data: v, Mode: defaultMode}
+		}
+		return out, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if optional != nil && *optional {
+				continue
+			}
+			return nil, fmt.Errorf("%s references non-existent %s key: %s", kind, map[string]string{"configmap": "config", "secret": "secret"}[kind], it.Key)
+		}
+		out[it.Path] = FileProjection{Data: v, Mode: mode2(it.Mode, defaultMode)}
+	}
+	return out, nil
+}
+
+func mode2(m *int32, def int32) int32 {
+	if m != nil {
+		return *m
+	}
+	return def
+}
+
+func (m *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMode int32) (map[string]FileProjection, error) {
+	out := map[string]FileProjection{}
+	for _, it := range items {
+		var value string
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			value, err = podField(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			value, err = m.resourceField(pod, it.ResourceFieldRef)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[it.Path] = FileProjection{Data: []byte(value), Mode: mode2(it.Mode, defaultMode)}
+	}
+	return out, nil
+}
+
+func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
+	defaultMode := mode(p.DefaultMode)
+	out := map[string]FileProjection{}
+	for _, s := range p.Sources {
+		var files map[string]FileProjection
+		var err error
+		switch {
+		case s.ConfigMap != nil:
+			files, err = m.configMapPayload(ctx, pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, defaultMode)
+		case s.Secret != nil:
+			files, err = m.secretPayload(ctx, pod, s.Secret.Name, s.Secret.Items, s.Secret.Optional, defaultMode)
+		case s.DownwardAPI != nil:
+			files, err = m.downwardAPIPayload(pod, s.DownwardAPI.Items, defaultMode)
+		case s.ServiceAccountToken != nil:
+			err = errors.New("serviceAccountToken projections need the TokenRequest API (serviceaccounts/token), which berth's API server does not serve yet")
+		default:
+			err = errors.New("this projected volume source is not supported by berth's node agent")
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range files {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// podField is the downward API's value of a pod field in a volume: metadata only.
+func podField(pod *v1.Pod, path string) (string, error) {
+	if v, ok := container.PodMetadataField(pod, path); ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %v", path)
+}
+
+// resourceField is a container's request or limit, as env's resourceFieldRef.
+func (m *Manager) resourceField(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	for i := range pod.Spec.Containers {
+		if c := &pod.Spec.Containers[i]; c.Name == ref.ContainerName {
+			var allocatable v1.ResourceList
+			if m.allocatable != nil {
+				allocatable = m.allocatable()
+			}
+			return container.ResourceFieldValue(ref, c, allocatable)
+		}
+	}
+	return "", fmt.Errorf("container %s not found", ref.ContainerName)
+}

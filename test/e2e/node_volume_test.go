@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNodeVolumes: configMap, secret, downwardAPI and projected volumes mount with the right
+// contents and modes, read-only; a ConfigMap's change reaches its file; a secret is on tmpfs;
+// a missing ConfigMap holds the container back with a message naming it.
+func TestNodeVolumes(t *testing.T) {
+	t.Parallel()
+	c, _ := nodeCluster(t)
+	ns := c.newNamespace(t)
+	image := busyboxImage(t)
+	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {greeting: hello, size: large}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cr3t}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: vols
+  labels: {app: vols}
+  annotations: {note: hi}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %s
+    command: ["sleep", "3600"]
+    resources: {limits: {cpu: 250m, memory: 64Mi}}
+    volumeMounts:
+    - {name: cfg, mountPath: /etc/cfg}
+    - {name: picked, mountPath: /etc/picked}
+    - {name: secret, mountPath: /etc/secret}
+    - {name: info, mountPath: /etc/info}
+    - {name: all, mountPath: /etc/all}
+    - {name: cfg, mountPath: /etc/greeting, subPath: greeting}
+  volumes:
+  - name: cfg
+    configMap: {name: cfg}
+  - name: picked
+    configMap: {name: cfg, defaultMode: 0600, items: [{key: size, path: dir/size.txt}, {key: greeting, path: hello.txt, mode: 0440}]}
+  - name: secret
+    secret: {secretName: creds, defaultMode: 0400}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: note, fieldRef: {fieldPath: "metadata.annotations['note']"}}
+      - {path: cpu, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: 1m}}
+  - name: all
+    projected:
+      sources:
+      - configMap: {name: cfg, items: [{key: greeting, path: greeting}]}
+      - secret: {name: creds}
+      - downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: metadata.namespace}}]}
+`, image), "apply", "-n", ns, "-f", "-")
+	c.waitPhase(t, ns, "vols", "Running")
+	sh := func(script string) string {
+		t.Helper()
+		return c.must(t, "exec", "vols", "-n", ns, "--", "sh", "-c", script)
+	}
+	want := map[string]string{
+		"cat /etc/cfg/greeting /etc/cfg/size":               "hellolarge",
+		"cat /etc/picked/dir/size.txt /etc/picked/hello.txt": "largehello",
+		"stat -L -c %a /etc/picked/dir/size.txt /etc/picked/hello.txt /etc/cfg/size": "600\n440\n644\n",
+		"ls /etc/picked":                           "dir\nhello.txt\n",
+		"cat /etc/secret/password":                 "s3cr3t",
+		"stat -L -c %a /etc/secret/password":       "400\n",
+		"cat /etc/info/name":                       "vols",
+		"cat /etc/info/labels":                     `app="vols"`,
+		"cat /etc/info/note":                       "hi",
+		"cat /etc/info/cpu":                        "250",
+		"cat /etc/all/greeting /etc/all/password /etc/all/ns": "hellos3cr3t" + ns,
+		"cat /etc/greeting":                        "hello",
+		"touch /etc/cfg/x 2>/dev/null && echo writable || echo read-only": "read-only\n",
+	}
+	for script, w := range want {
+		if got := sh(script); got != w {
+			t.Errorf("%s: %q, want %q", script, got, w)
+		}
+	}
+	if got := sh("grep ' /etc/secret ' /proc/mounts"); !strings.Contains(got, " tmpfs ") {
+		t.Errorf("the secret volume is not on tmpfs: %q", got)
+	}
+	if got := sh("grep ' /etc/cfg ' /proc/mounts"); strings.Contains(got, " tmpfs ") {
+		t.Errorf("the configMap volume is on tmpfs: %q", got)
+	}
+
+	// A change to the ConfigMap reaches the mounted file (not the subPath one, as upstream).
+	c.must(t, "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", `{"data":{"greeting":"bonjour"}}`)
+	eventually(t, 90*time.Second, "the ConfigMap's change to reach the volume", func() bool {
+		if sh("cat /etc/cfg/greeting") == "bonjour" {
+			return true
+		}
+		time.Sleep(time.Second)
+		return false
+	})
+	if got := sh("cat /etc/all/greeting"); got != "bonjour" {
+		t.Errorf("the projected volume says %q after the change, want bonjour", got)
+	}
+
+	// A missing ConfigMap: the container waits, and says why.
+	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: nocm}
+spec:
+  containers:
+  - name: c
+    image: %s
+    command: ["sleep", "3600"]
+    volumeMounts: [{name: v, mountPath: /etc/v}]
+  volumes: [{name: v, configMap: {name: nowhere}}]
+`, image), "apply", "-n", ns, "-f", "-")
+	c.waitStatusColumn(t, ns, "nocm", "CreateContainerConfigError")
+	msg := c.jsonpath(t, ns, "pod/nocm", "{.status.containerStatuses[0].state.waiting.message}")
+	if !strings.Contains(msg, `MountVolume.SetUp failed for volume "v" : configmap "nowhere" not found`) {
+		t.Errorf("waiting message %q, want it to name the volume and the ConfigMap", msg)
+	}
+	c.mustIn(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nowhere}\ndata: {k: v}\n", "apply", "-n", ns, "-f", "-")
+	c.waitPhase(t, ns, "nocm", "Running")
+}
