@@ -39,8 +39,8 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/server"
 	"github.com/berth-cluster/berth/pkg/node/status"
-	"github.com/berth-cluster/berth/pkg/node/volume"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/node/volume"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 

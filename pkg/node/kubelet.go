@@ -40,8 +40,8 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
 	"github.com/berth-cluster/berth/pkg/node/status"
-	"github.com/berth-cluster/berth/pkg/node/volume"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/node/volume"
 )
 
 // The kubelet's periods (DESIGN.md's defaults).

@@ -72,18 +72,18 @@ spec:
 		return c.must(t, "exec", "vols", "-n", ns, "--", "sh", "-c", script)
 	}
 	want := map[string]string{
-		"cat /etc/cfg/greeting /etc/cfg/size":               "hellolarge",
-		"cat /etc/picked/dir/size.txt /etc/picked/hello.txt": "largehello",
+		"cat /etc/cfg/greeting /etc/cfg/size":                                        "hellolarge",
+		"cat /etc/picked/dir/size.txt /etc/picked/hello.txt":                         "largehello",
 		"stat -L -c %a /etc/picked/dir/size.txt /etc/picked/hello.txt /etc/cfg/size": "600\n440\n644\n",
-		"ls /etc/picked":                           "dir\nhello.txt\n",
-		"cat /etc/secret/password":                 "s3cr3t",
-		"stat -L -c %a /etc/secret/password":       "400\n",
-		"cat /etc/info/name":                       "vols",
-		"cat /etc/info/labels":                     `app="vols"`,
-		"cat /etc/info/note":                       "hi",
-		"cat /etc/info/cpu":                        "250",
+		"ls /etc/picked":                                      "dir\nhello.txt\n",
+		"cat /etc/secret/password":                            "s3cr3t",
+		"stat -L -c %a /etc/secret/password":                  "400\n",
+		"cat /etc/info/name":                                  "vols",
+		"cat /etc/info/labels":                                `app="vols"`,
+		"cat /etc/info/note":                                  "hi",
+		"cat /etc/info/cpu":                                   "250",
 		"cat /etc/all/greeting /etc/all/password /etc/all/ns": "hellos3cr3t" + ns,
-		"cat /etc/greeting":                        "hello",
+		"cat /etc/greeting":                                   "hello",
 		"touch /etc/cfg/x 2>/dev/null && echo writable || echo read-only": "read-only\n",
 	}
 	for script, w := range want {
