@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,6 +27,7 @@ type nodeFlags struct {
 	port            int32
 	podLogsDir      string
 	bridge          string
+	imageGCPeriod   time.Duration
 }
 
 func (f *nodeFlags) add(cmd *cobra.Command, defaultPodCIDR, configFlag string) {
@@ -40,6 +42,7 @@ func (f *nodeFlags) add(cmd *cobra.Command, defaultPodCIDR, configFlag string) {
 	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL of static pod manifests, polled")
 	fs.StringVar(&f.kubeletConfig, configFlag, "", "KubeletConfiguration (kubelet.config.k8s.io/v1beta1) file for the node agent")
 	fs.Int32Var(&f.port, "node-port", 0, "port of the node API (default: the configuration's, 10250)")
+	fs.DurationVar(&f.imageGCPeriod, "image-gc-period", 5*time.Minute, "how often the image garbage collector checks the image filesystem (the kubelet's fixed 5 min)")
 	fs.StringVar(&f.podLogsDir, "pod-logs-dir", "", "directory of the pods' container logs (default: the configuration's, /var/log/pods)")
 }
 
@@ -71,6 +74,7 @@ func (f *nodeFlags) config(dataDir, pkiDir string) (node.Config, error) {
 		RuntimeEndpoint: f.runtimeEndpoint,
 		Bridge:          f.bridge,
 		Kubelet:         kc,
+		ImageGCPeriod:   f.imageGCPeriod,
 	}, nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
@@ -68,6 +69,9 @@ type Config struct {
 	LogsDir string
 	// Labels are added to the Node at registration.
 	Labels map[string]string
+	// ImageGCPeriod is how often the image GC looks at the image filesystem (5 min, the
+	// kubelet's fixed period).
+	ImageGCPeriod time.Duration
 }
 
 // Run builds the node agent and runs it until ctx ends: the runtime (containerd, started here
@@ -198,6 +202,18 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, runtime, recorder, kl.podWorkers.IsPodTerminationRequested)
 	verdicts.m = kl.probeManager
 	kl.volumeManager = volumes
+	kl.imageGCPeriod = cfg.ImageGCPeriod
+	if kl.imageGCPeriod <= 0 {
+		kl.imageGCPeriod = 5 * time.Minute
+	}
+	kl.imageGC, err = images.NewGCManager(runtime, images.GCPolicy{
+		HighThresholdPercent: int(*kc.ImageGCHighThresholdPercent),
+		LowThresholdPercent:  int(*kc.ImageGCLowThresholdPercent),
+		MinAge:               kc.ImageMinimumGCAge.Duration,
+	}, pause.ImageName, recorder, kl.nodeRef())
+	if err != nil {
+		return fmt.Errorf("image garbage collection: %w", err)
+	}
 
 	memoryThreshold := resource.MustParse("100Mi")
 	if v, ok := kc.EvictionHard["memory.available"]; ok {

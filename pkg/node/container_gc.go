@@ -117,3 +117,11 @@ func (kl *Kubelet) garbageCollect(ctx context.Context) {
 		kl.recorder.Eventf(kl.nodeRef(), "Warning", "ContainerGCFailed", "%v", err)
 	}
 }
+
+// imageGarbageCollect frees image space as the image GC policy says.
+func (kl *Kubelet) imageGarbageCollect(ctx context.Context) {
+	if err := kl.imageGC.GarbageCollect(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Image garbage collection failed")
+		kl.recorder.Eventf(kl.nodeRef(), "Warning", "ImageGCFailed", "%v", err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
@@ -69,6 +70,8 @@ type Kubelet struct {
 	statusManager status.Manager
 	probeManager  *prober.Manager
 	volumeManager *volume.Manager
+	imageGC       *images.GCManager
+	imageGCPeriod time.Duration
 	runtime       container.Runtime
 	pleg          pleg.PodLifecycleEventGenerator
 	podCache      pleg.Cache
@@ -102,6 +105,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	kl.containerDeletor = newPodContainerDeletor(ctx, kl.runtime, minDeadContainerInPod)
 	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
 	go kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers)
+	go kl.every(ctx, kl.imageGCPeriod, kl.imageGarbageCollect)
 	logger.Info("Starting kubelet main sync loop")
 	kl.syncLoop(ctx, updates)
 	return nil

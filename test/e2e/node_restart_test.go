@@ -18,10 +18,11 @@ type nodeAgent struct {
 	c        *cluster
 	node     *node
 	manifest string // --pod-manifest-path
+	extra    []string
 	proc     *process
 }
 
-func startNodeAgent(t *testing.T, c *cluster, manifests string) *nodeAgent {
+func startNodeAgent(t *testing.T, c *cluster, manifests string, extra ...string) *nodeAgent {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the node tests run containerd and need root (CI runs them as root)")
@@ -30,7 +31,7 @@ func startNodeAgent(t *testing.T, c *cluster, manifests string) *nodeAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &nodeAgent{c: c, node: n, manifest: manifests}
+	a := &nodeAgent{c: c, node: n, manifest: manifests, extra: extra}
 	t.Cleanup(func() {
 		if a.proc != nil {
 			a.proc.kill()
@@ -50,7 +51,7 @@ func startNodeAgent(t *testing.T, c *cluster, manifests string) *nodeAgent {
 func (a *nodeAgent) start(t *testing.T) {
 	t.Helper()
 	args := append([]string{"node", "--kubeconfig", a.c.kubeconfig(), "--data-dir", a.c.dataDir,
-		"--pod-manifest-path", a.manifest}, a.node.args()...)
+		"--pod-manifest-path", a.manifest}, append(a.node.args(), a.extra...)...)
 	p, err := startProcess("berth node "+a.node.name, berthBin, args...)
 	if err != nil {
 		t.Fatal(err)

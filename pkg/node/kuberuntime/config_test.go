@@ -582,7 +582,7 @@ func TestMemoryEmptyDirAndRemovePodDir(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Unmount(m.emptyDirPath("u-mem", "shm"), 0) })
 	for i := 0; i < 2; i++ { // the second time finds it mounted
-		dir, err := m.volumeHostPath(pod, "shm")
+		dir, _, err := m.volumeHostPath(context.Background(), pod, "shm")
 		if err != nil {
 			t.Fatal(err)
 		}
