@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,31 +66,11 @@ func (m *Manager) runHTTPHandler(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return err
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path))
+	req, err := container.NewHTTPGetRequest(ctx, g, host, port, "kube-lifecycle/"+version.Info().Major+"."+version.Info().Minor)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("User-Agent", "kube-lifecycle/"+version.Info().Major+"."+version.Info().Minor)
-	req.Header.Set("Accept", "*/*")
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
+	scheme := req.URL.Scheme
 	err = m.doHookRequest(req)
 	if err != nil && scheme == "https" && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		retry := req.Clone(ctx)

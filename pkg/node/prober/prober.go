@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -201,32 +200,11 @@ func expandCommand(cmd []string, c *v1.Container) []string {
 
 // httpProbe GETs the URL: 200 to 399 succeeds, anything else fails with the status code.
 func (pb *prober) httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, timeout time.Duration) (results.Result, string, error) {
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path))
-	if err != nil {
-		return results.Failure, "", err
-	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := container.NewHTTPGetRequest(ctx, g, host, port, "kube-probe/"+version.Info().Major+"."+version.Info().Minor)
 	if err != nil {
 		return results.Failure, "", err
-	}
-	req.Header.Set("User-Agent", "kube-probe/"+version.Info().Major+"."+version.Info().Minor)
-	req.Header.Set("Accept", "*/*")
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
 	}
 	resp, err := pb.http.Do(req)
 	if err != nil {
