@@ -31,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/eviction"
 	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
@@ -71,6 +72,7 @@ type Kubelet struct {
 	probeManager  *prober.Manager
 	volumeManager *volume.Manager
 	imageGC       *images.GCManager
+	eviction      *eviction.Manager
 	imageGCPeriod time.Duration
 	runtime       container.Runtime
 	pleg          pleg.PodLifecycleEventGenerator
@@ -106,6 +108,9 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
 	go kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers)
 	go kl.every(ctx, kl.imageGCPeriod, kl.imageGarbageCollect)
+	kl.eviction = eviction.NewManager(kl.podsToMeasure,
+		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod)
+	go kl.eviction.Run(ctx)
 	logger.Info("Starting kubelet main sync loop")
 	kl.syncLoop(ctx, updates)
 	return nil
@@ -278,6 +283,18 @@ func (kl *Kubelet) handleProbeSync(ctx context.Context, update results.Update, p
 // isSyncPodWorthy: a container's removal needs no sync; everything else does.
 func isSyncPodWorthy(e *pleg.PodLifecycleEvent) bool {
 	return e.Type != pleg.ContainerRemoved
+}
+
+// podsToMeasure are the pods the eviction manager watches: admitted, not done, and not
+// already being stopped.
+func (kl *Kubelet) podsToMeasure() []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range kl.activePods(&v1.Pod{}) {
+		if !kl.podWorkers.IsPodTerminationRequested(p.UID) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // getPodsToSync returns the pods whose work is due: back-off expired, periodic resync, or

@@ -70,9 +70,18 @@ func TestUnschedulableThenNodeAdded(t *testing.T) {
 			t.Errorf("PodScheduled %s after binding", cond.Status)
 		}
 	}
-	events, _ := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=big,reason=Scheduled"})
-	if len(events.Items) != 1 || events.Items[0].Message != "Successfully assigned "+ns+"/big to big-node" {
-		t.Errorf("Scheduled events %v", events.Items)
+	// Events are written asynchronously, after the binding.
+	var scheduled []v1.Event
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=big,reason=Scheduled"})
+		if err != nil {
+			return false, err
+		}
+		scheduled = events.Items
+		return len(scheduled) > 0, nil
+	})
+	if len(scheduled) != 1 || scheduled[0].Message != "Successfully assigned "+ns+"/big to big-node" {
+		t.Errorf("Scheduled events %v", scheduled)
 	}
 }
 
