@@ -19,7 +19,7 @@ func (kl *Kubelet) evictPod(pod *v1.Pod, message string) {
 		Pod:        pod,
 		UpdateType: kubetypes.SyncPodKill,
 		KillPodOptions: &podworkers.KillPodOptions{
-			Evict: true,
+			Evict:                                    true,
 			PodTerminationGracePeriodSecondsOverride: &zero,
 			PodStatusFunc: func(s *v1.PodStatus) {
 				s.Phase, s.Reason, s.Message = v1.PodFailed, eviction.Reason, message
