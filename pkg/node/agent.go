@@ -31,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
+	"github.com/berth-cluster/berth/pkg/node/logs"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
@@ -202,6 +203,13 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, runtime, recorder, kl.podWorkers.IsPodTerminationRequested)
 	verdicts.m = kl.probeManager
 	kl.volumeManager = volumes
+	maxLogSize, err := resource.ParseQuantity(kc.ContainerLogMaxSize)
+	if err != nil {
+		return fmt.Errorf("containerLogMaxSize %q: %w", kc.ContainerLogMaxSize, err)
+	}
+	if kl.containerLogManager, err = logs.NewManager(runtimeService, maxLogSize.Value(), int(*kc.ContainerLogMaxFiles)); err != nil {
+		return fmt.Errorf("container log manager: %w", err)
+	}
 	kl.imageGCPeriod = cfg.ImageGCPeriod
 	if kl.imageGCPeriod <= 0 {
 		kl.imageGCPeriod = 5 * time.Minute

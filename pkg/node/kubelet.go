@@ -33,6 +33,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
 	"github.com/berth-cluster/berth/pkg/node/images"
+	"github.com/berth-cluster/berth/pkg/node/logs"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
@@ -73,16 +74,18 @@ type Kubelet struct {
 	volumeManager *volume.Manager
 	imageGC       *images.GCManager
 	eviction      *eviction.Manager
-	imageGCPeriod time.Duration
-	runtime       container.Runtime
-	pleg          pleg.PodLifecycleEventGenerator
-	podCache      pleg.Cache
-	admitHandlers []admission.PodAdmitHandler
-	nodeStatus    *nodestatus.Controller
-	runtimeState  *nodestatus.RuntimeState
-	sourcesReady  config.SourcesReady
-	mirrorClient  mirror.Client
-	reasonCache   *podstatus.ReasonCache
+	// containerLogManager rotates the containers' logs.
+	containerLogManager *logs.Manager
+	imageGCPeriod       time.Duration
+	runtime             container.Runtime
+	pleg                pleg.PodLifecycleEventGenerator
+	podCache            pleg.Cache
+	admitHandlers       []admission.PodAdmitHandler
+	nodeStatus          *nodestatus.Controller
+	runtimeState        *nodestatus.RuntimeState
+	sourcesReady        config.SourcesReady
+	mirrorClient        mirror.Client
+	reasonCache         *podstatus.ReasonCache
 	// crashLoopBackOff is the restart back-off of containers (10 s doubling to 5 min).
 	crashLoopBackOff *flowcontrol.Backoff
 	// containerDeletor removes a pod's surplus dead containers when one dies.
@@ -111,6 +114,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	kl.eviction = eviction.NewManager(kl.podsToMeasure,
 		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod)
 	go kl.eviction.Run(ctx)
+	go kl.containerLogManager.Run(ctx)
 	logger.Info("Starting kubelet main sync loop")
 	kl.syncLoop(ctx, updates)
 	return nil
