@@ -114,6 +114,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"bindings":            pods.LegacyBinding,
 		"nodes":               nodes.Node,
 		"nodes/status":        nodes.Status,
+		"nodes/proxy":         node.NewProxyREST(nodes.Node.Store, kubelet),
 		"namespaces":          namespaces.Namespace,
 		"namespaces/status":   namespaces.Status,
 		"namespaces/finalize": namespaces.Finalize,

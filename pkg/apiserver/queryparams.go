@@ -27,6 +27,7 @@ var queryParameterTypes = []runtime.Object{
 	&corev1.PodExecOptions{},
 	&corev1.PodAttachOptions{},
 	&corev1.PodPortForwardOptions{},
+	&corev1.NodeProxyOptions{},
 }
 
 // registerQueryParameterConversions adds the url.Values conversions of queryParameterTypes.

@@ -40,6 +40,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/server"
+	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
@@ -261,7 +262,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	config.NewSourceApiserver(ctx, client, cfg.NodeName, nodeHasSynced, podConfig.Channel(ctx, kubetypes.ApiserverSource))
 	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
 
-	// The node API: logs now; exec, attach and port-forward in a later part.
+	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, runtimeService, imageService, podManager.GetPods)
+	// The node API: logs, exec, attach, port-forward, the stats summary and metrics.
 	certFile, keyFile, err := cluster.EnsureNodeServing(cfg.PKIDir, cfg.NodeName, []net.IP{cfg.NodeIP})
 	if err != nil {
 		return fmt.Errorf("the node API's certificate: %w", err)
@@ -273,6 +275,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			KeyFile:      keyFile,
 			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
 			LogsDir:      cfg.LogsDir,
+			Summary:      statsProvider.Summary,
+			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService),
 		}, podManager, runtime)
 		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "The node API stopped")

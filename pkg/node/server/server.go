@@ -1,6 +1,6 @@
 // Package server is the node agent's HTTPS API on :10250, which the API server and the cluster's
 // tools call: seed 000's logServer (/logs/, the node's /var/log) grown into the kubelet's server
-// with /healthz, /pods and /containerLogs, the endpoint behind `kubectl logs`, and /exec,
+// with /healthz, /pods, /stats/summary, /metrics and /containerLogs, the endpoint behind `kubectl logs`, and /exec,
 // /attach and /portForward behind `kubectl exec`, `attach` and `port-forward`.
 //
 // Every endpoint but /healthz wants a client certificate of the cluster CA (the API server's
@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 )
@@ -46,6 +47,10 @@ type ServerConfig struct {
 	ClientCAFile string
 	// LogsDir is served under /logs/ (/var/log).
 	LogsDir string
+	// Summary, when set, answers /stats/summary (the Summary API).
+	Summary func(ctx context.Context) (*statsapi.Summary, error)
+	// Metrics, when set, serves /metrics.
+	Metrics http.Handler
 	// SyncLoopHealthy, when set, is a /healthz check ("syncloop"): an error when the node
 	// agent's sync loop is stuck.
 	SyncLoopHealthy func() error
@@ -157,6 +162,21 @@ func newHandler(cfg ServerConfig, pods PodSource, runtime container.Runtime) (ht
 	healthz.InstallHandler(mux, checks...)
 	mux.Handle("GET /pods", h.authenticated(http.HandlerFunc(h.getPods)))
 	mux.Handle("GET /containerLogs/", h.authenticated(http.HandlerFunc(h.getContainerLogs)))
+	if cfg.Summary != nil {
+		mux.Handle("GET /stats/summary", h.authenticated(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			summary, err := cfg.Summary(r.Context())
+			if err != nil {
+				klog.FromContext(r.Context()).Error(err, "Building the stats summary")
+				http.Error(w, fmt.Sprintf("Internal Error: failed to get summary stats: %v", err), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(summary)
+		})))
+	}
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", h.authenticated(cfg.Metrics))
+	}
 	for _, method := range []string{"GET", "POST"} {
 		mux.Handle(method+" /exec/", h.authenticated(http.HandlerFunc(h.getExec)))
 		mux.Handle(method+" /attach/", h.authenticated(http.HandlerFunc(h.getAttach)))

@@ -211,10 +211,15 @@ func (r *podLocator) nodeHost(ctx context.Context, nodeName string) (string, err
 	if err != nil {
 		return "", err
 	}
-	node := obj.(*corev1.Node)
+	return KubeletHost(obj.(*corev1.Node), r.kubelet.Port)
+}
+
+// KubeletHost is host:port of a node's API: its preferred address and the port it reports
+// (defaultPort when it reports none).
+func KubeletHost(node *corev1.Node, defaultPort int) (string, error) {
 	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	if port <= 0 {
-		port = r.kubelet.Port
+		port = defaultPort
 	}
 	for _, t := range nodeAddressOrder {
 		for _, a := range node.Status.Addresses {
