@@ -37,7 +37,7 @@ func newBenchCommand() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (for scenarios that run the cluster in process) to this file")
-	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand())
+	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand(), newBenchCRICommand())
 	return cmd
 }
 
@@ -76,6 +76,25 @@ func newBenchScheduleCommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.Nodes, "nodes", 5000, "nodes to create")
 	cmd.Flags().IntVar(&o.Pods, "pods", 10000, "pods to create")
 	cmd.Flags().IntVar(&o.Creators, "creators", 32, "goroutines creating pods at once")
+	return cmd
+}
+
+func newBenchCRICommand() *cobra.Command {
+	var o bench.CRIOptions
+	cmd := &cobra.Command{
+		Use:   "cri",
+		Short: "The runtime's share of pod start-up: the startup scenario's pods started straight through the CRI",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunCRI(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Endpoint, "runtime-endpoint", "", "CRI endpoint (default: start berth's containerd in a temporary directory; needs root)")
+	cmd.Flags().IntVar(&o.Pods, "pods", 1, "pods started at once")
+	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "how many times")
+	cmd.Flags().BoolVar(&o.HostNetwork, "host-network", false, "pods in the host's network namespace (no CNI)")
 	return cmd
 }
 
