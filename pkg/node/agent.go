@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -29,6 +30,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/eviction"
 	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
 	"github.com/berth-cluster/berth/pkg/node/logs"
@@ -230,6 +232,16 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			memoryThreshold = q
 		}
 	}
+	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, runtimeService, imageService, podManager.GetPods)
+	kl.eviction = eviction.NewManager(kl.podsToMeasure,
+		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod,
+	).WithMemoryPressure(eviction.MemorySignals{
+		Available: stats.MemoryAvailable,
+		PodUsage:  statsProvider.PodMemory,
+		Threshold: memoryThreshold,
+		Recorder:  recorder,
+		Node:      kl.nodeRef(),
+	})
 	kl.nodeStatus = nodestatus.New(client, nodestatus.Config{
 		NodeName:               cfg.NodeName,
 		NodeIP:                 cfg.NodeIP,
@@ -246,6 +258,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		StatusReportFrequency:  kc.NodeStatusReportFrequency.Duration,
 		LeaseDuration:          time.Duration(kc.NodeLeaseDurationSeconds) * time.Second,
 		UpdateRuntimeUp:        kl.updateRuntimeUp,
+		Pressure:               kl.eviction,
 	}, runtime, kl.runtimeState, recorder)
 	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
 	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
@@ -262,7 +275,6 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	config.NewSourceApiserver(ctx, client, cfg.NodeName, nodeHasSynced, podConfig.Channel(ctx, kubetypes.ApiserverSource))
 	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
 
-	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, runtimeService, imageService, podManager.GetPods)
 	// The node API: logs, exec, attach, port-forward, the stats summary and metrics.
 	certFile, keyFile, err := cluster.EnsureNodeServing(cfg.PKIDir, cfg.NodeName, []net.IP{cfg.NodeIP})
 	if err != nil {

@@ -111,8 +111,6 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
 	go kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers)
 	go kl.every(ctx, kl.imageGCPeriod, kl.imageGarbageCollect)
-	kl.eviction = eviction.NewManager(kl.podsToMeasure,
-		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod)
 	go kl.eviction.Run(ctx)
 	go kl.containerLogManager.Run(ctx)
 	logger.Info("Starting kubelet main sync loop")

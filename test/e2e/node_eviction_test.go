@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,4 +37,41 @@ spec:
 		t.Errorf("DisruptionTarget condition reason %q, want TerminationByKubelet", got)
 	}
 	c.waitEvent(t, ns, "filler", "Evicted", `Usage of EmptyDir volume "scratch" exceeds the limit "4Mi".`)
+}
+
+// TestNodeMemoryPressure: on a node whose memory.available threshold is above what the
+// machine has, the node reports MemoryPressure and evicts its pods with the kubelet's message.
+// It runs on a `berth node` of its own, never on the shared one.
+func TestNodeMemoryPressure(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(workDir, "memorypressure")
+	c := startCluster(t, "up", dir)
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "kubelet.yaml")
+	if err := os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard: {memory.available: 1000Gi}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startNodeAgent(t, c, manifests, "--config", config)
+	if err := waitNodeReady(c, a.node.name); err != nil {
+		t.Fatal(err)
+	}
+	ns := c.newNamespace(t)
+	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: victim}
+spec:
+  nodeName: %s
+  containers:
+  - {name: c, image: %s, command: ["sleep", "3600"]}
+`, a.node.name, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
+	c.waitPhase(t, ns, "victim", "Failed")
+	got := c.jsonpath(t, ns, "pod/victim", "{.status.reason}: {.status.message}")
+	if !strings.HasPrefix(got, "Evicted: The node was low on resource: memory. Threshold quantity: 1000Gi, available: ") {
+		t.Errorf("status %q, want the kubelet's memory eviction message", got)
+	}
+	c.waitFor(t, "", "node/"+a.node.name, `{.status.conditions[?(@.type=="MemoryPressure")].status}`, "to report MemoryPressure", func(v string) bool { return v == "True" })
+	c.waitEvent(t, "default", a.node.name, "EvictionThresholdMet", "Attempting to reclaim memory")
 }

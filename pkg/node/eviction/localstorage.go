@@ -1,7 +1,7 @@
 // Package eviction is the node agent's eviction manager (seed 000's evictionManager). This
-// part enforces local storage limits: a pod whose emptyDir volume outgrows its sizeLimit is
-// evicted, as the kubelet's localStorageEviction does. Node-pressure signals (memory.available,
-// nodefs, imagefs, pid) come with a later part.
+// manager enforces local storage limits (a pod whose emptyDir volume outgrows its sizeLimit is
+// evicted, as the kubelet's localStorageEviction does) and the memory.available hard threshold.
+// The other node-pressure signals (nodefs, imagefs, pid) come with a later part.
 package eviction
 
 import (
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,9 @@ type Manager struct {
 	activePods func() []*v1.Pod
 	podDir     func(uid types.UID) string
 	evict      EvictFunc
+
+	memory         *MemorySignals
+	memoryPressure atomic.Bool
 }
 
 // NewManager returns a Manager over the active pods; podDir is a pod's directory under the
@@ -53,14 +57,20 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// synchronize evicts the pods over their local storage limits.
+// synchronize evicts the pods over their local storage limits, then, under memory pressure,
+// the first-ranked pod.
 func (m *Manager) synchronize(ctx context.Context) {
-	for _, pod := range m.activePods() {
+	pods := m.activePods()
+	var rest []*v1.Pod
+	for _, pod := range pods {
 		if msg, over := m.emptyDirOverLimit(ctx, pod); over {
 			klog.FromContext(ctx).Info("Evicting pod over its local storage limit", "pod", klog.KObj(pod), "message", msg)
 			m.evict(pod, msg)
+			continue
 		}
+		rest = append(rest, pod)
 	}
+	m.reclaimMemory(ctx, rest)
 }
 
 // emptyDirOverLimit reports the first disk-backed emptyDir volume of pod that uses more

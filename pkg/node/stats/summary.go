@@ -16,6 +16,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -273,3 +274,33 @@ func machineMemory(now metav1.Time) (*statsapi.MemoryStats, error) {
 }
 
 func ptr(v uint64) *uint64 { return &v }
+
+// MemoryAvailable is the node's memory.available: capacity minus the working set.
+func MemoryAvailable() (int64, error) {
+	m, err := machineMemory(metav1.Now())
+	if err != nil {
+		return 0, err
+	}
+	return int64(*m.AvailableBytes), nil
+}
+
+// PodMemory is each running container's memory working set, by pod UID and container name.
+func (p *Provider) PodMemory(ctx context.Context) (map[types.UID]map[string]uint64, error) {
+	stats, err := p.runtime.ListContainerStats(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing container stats: %w", err)
+	}
+	out := map[types.UID]map[string]uint64{}
+	for _, s := range stats {
+		uid := types.UID(s.GetAttributes().GetLabels()["io.kubernetes.pod.uid"])
+		ws := s.GetMemory().GetWorkingSetBytes()
+		if uid == "" || ws == nil {
+			continue
+		}
+		if out[uid] == nil {
+			out[uid] = map[string]uint64{}
+		}
+		out[uid][s.GetAttributes().GetMetadata().GetName()] = ws.Value
+	}
+	return out, nil
+}
