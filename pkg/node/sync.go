@@ -40,8 +40,12 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		kl.recorder.Eventf(pod, v1.EventTypeWarning, "NetworkNotReady", "network is not ready: %v", err)
 		return false, fmt.Errorf("network is not ready: %w", err)
 	}
+	// A static pod runs whether or not its mirror pod can be written (the API server may be
+	// down); a failed write makes the sync end in an error, so that the pod worker retries in
+	// seconds rather than at the next minute's resync.
+	var mirrorErr error
 	if kubetypes.IsStaticPod(pod) {
-		kl.ensureMirrorPod(ctx, pod, mirrorPod)
+		mirrorErr = kl.ensureMirrorPod(ctx, pod, mirrorPod)
 	}
 	// Ensure the pod is being probed.
 	kl.probeManager.AddPod(pod)
@@ -59,7 +63,7 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 		kl.statusManager.SetPodStatus(logger, pod, kl.generateAPIPodStatus(pod, podStatus, false))
 		return false, err
 	}
-	return false, nil
+	return false, mirrorErr
 }
 
 // PodSyncRecorded inspects a pod whose sync started containers as soon as the pod worker has
@@ -193,7 +197,7 @@ func (kl *Kubelet) makePodDataDirs(pod *v1.Pod) error {
 
 // ensureMirrorPod keeps the API's copy of a static pod: created when missing, replaced when
 // it belongs to an older version of the static pod or is being deleted.
-func (kl *Kubelet) ensureMirrorPod(ctx context.Context, pod, mirrorPod *v1.Pod) {
+func (kl *Kubelet) ensureMirrorPod(ctx context.Context, pod, mirrorPod *v1.Pod) error {
 	logger := klog.FromContext(ctx)
 	if mirrorPod != nil && (mirrorPod.DeletionTimestamp != nil || !isMirrorOf(mirrorPod, pod)) {
 		uid := mirrorPod.UID
@@ -205,8 +209,10 @@ func (kl *Kubelet) ensureMirrorPod(ctx context.Context, pod, mirrorPod *v1.Pod) 
 	if mirrorPod == nil {
 		if err := kl.mirrorClient.CreateMirrorPod(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 			logger.Error(err, "Creating a mirror pod", "pod", klog.KObj(pod))
+			return err
 		}
 	}
+	return nil
 }
 
 func isMirrorOf(mirrorPod, pod *v1.Pod) bool {
