@@ -57,7 +57,7 @@ spec:
   containers:
   - name: web
     image: %[1]s
-    command: ["sh", "-c", "mkdir -p /www; httpd -p 8080 -h /www; sleep 5; echo ok > /www/ready; sleep 6; rm /www/ready; sleep 3600"]
+    command: ["sh", "-c", "mkdir -p /www; httpd -p 8080 -h /www; sleep 10; echo ok > /www/ready; sleep 8; rm /www/ready; sleep 3600"]
     ports: [{name: http, containerPort: 8080}]
     readinessProbe:
       httpGet: {path: /ready, port: http, httpHeaders: [{name: X-Probe, value: berth}]}
@@ -77,7 +77,7 @@ spec:
   containers:
   - name: c
     image: %[1]s
-    command: ["sh", "-c", "sleep 6; touch /tmp/started; sleep 3600"]
+    command: ["sh", "-c", "sleep 12; touch /tmp/started; sleep 3600"]
     startupProbe:
       exec: {command: ["test", "-f", "/tmp/started"]}
       periodSeconds: 1
