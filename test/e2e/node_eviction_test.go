@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,20 +42,7 @@ spec:
 // It runs on a `berth node` of its own, never on the shared one.
 func TestNodeMemoryPressure(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(workDir, "memorypressure")
-	c := startCluster(t, "up", dir)
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "kubelet.yaml")
-	if err := os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard: {memory.available: 1000Gi}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a := startNodeAgent(t, c, manifests, "--config", config)
-	if err := waitNodeReady(c, a.node.name); err != nil {
-		t.Fatal(err)
-	}
+	c, a := ownNode(t, "memorypressure", "evictionHard: {memory.available: 1000Gi}\n")
 	ns := c.newNamespace(t)
 	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod

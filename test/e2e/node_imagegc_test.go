@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,25 +18,8 @@ import (
 func TestNodeImageGC(t *testing.T) {
 	t.Parallel()
 	inUse := busyboxImage(t)
+	c, a := ownNode(t, "imagegc", "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 1s\n", "--image-gc-period", "2s")
 	dir := filepath.Join(workDir, "imagegc")
-	c := startCluster(t, "up", dir)
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "kubelet.yaml")
-	if err := os.WriteFile(config, []byte(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-imageGCHighThresholdPercent: 1
-imageGCLowThresholdPercent: 0
-imageMinimumGCAge: 1s
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a := startNodeAgent(t, c, manifests, "--config", config, "--image-gc-period", "2s")
-	if err := waitNodeReady(c, a.node.name); err != nil {
-		t.Fatal(err)
-	}
 	ns := c.newNamespace(t)
 	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod

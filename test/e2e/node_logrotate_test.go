@@ -14,20 +14,7 @@ import (
 // still reads the live file.
 func TestNodeLogRotation(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(workDir, "logrotate")
-	c := startCluster(t, "up", dir)
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "kubelet.yaml")
-	if err := os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerLogMaxSize: 16Ki\ncontainerLogMaxFiles: 3\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a := startNodeAgent(t, c, manifests, "--config", config)
-	if err := waitNodeReady(c, a.node.name); err != nil {
-		t.Fatal(err)
-	}
+	c, a := ownNode(t, "logrotate", "containerLogMaxSize: 16Ki\ncontainerLogMaxFiles: 3\n")
 	ns := c.newNamespace(t)
 	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod

@@ -47,6 +47,33 @@ func startNodeAgent(t *testing.T, c *cluster, manifests string, extra ...string)
 	return a
 }
 
+// ownNode starts a `berth up` of the test's own (in workDir/name, without a node) and a
+// `berth node` for it, with a static pod directory, the KubeletConfiguration fields
+// kubeletConfig (YAML lines; none when empty) and more flags, and returns once the node is
+// Ready. Tests that change how a node behaves (pressure, GC thresholds) run on one of these,
+// never on the shared node.
+func ownNode(t *testing.T, name, kubeletConfig string, extra ...string) (*cluster, *nodeAgent) {
+	t.Helper()
+	dir := filepath.Join(workDir, name)
+	c := startCluster(t, "up", dir)
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if kubeletConfig != "" {
+		config := filepath.Join(dir, "kubelet.yaml")
+		if err := os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+kubeletConfig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		extra = append([]string{"--config", config}, extra...)
+	}
+	a := startNodeAgent(t, c, manifests, extra...)
+	if err := waitNodeReady(c, a.node.name); err != nil {
+		t.Fatal(err)
+	}
+	return c, a
+}
+
 // start runs `berth node` and returns at once: the API server may be down.
 func (a *nodeAgent) start(t *testing.T) {
 	t.Helper()
@@ -64,16 +91,8 @@ func (a *nodeAgent) start(t *testing.T) {
 func TestNodeStaticPodWithoutAPIServer(t *testing.T) {
 	t.Parallel()
 	image := busyboxImage(t)
-	dir := filepath.Join(workDir, "static")
-	c := startCluster(t, "up", dir)
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a := startNodeAgent(t, c, manifests)
-	if err := waitNodeReady(c, a.node.name); err != nil {
-		t.Fatal(err)
-	}
+	c, a := ownNode(t, "static", "")
+	manifests := a.manifest
 
 	// The control plane goes away; the node agent stays.
 	if err := c.proc.stop(stopTimeout); err != nil {
@@ -146,16 +165,7 @@ spec:
 func TestNodeAgentKilled(t *testing.T) {
 	t.Parallel()
 	image := busyboxImage(t)
-	dir := filepath.Join(workDir, "killed")
-	c := startCluster(t, "up", dir)
-	manifests := filepath.Join(dir, "manifests")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a := startNodeAgent(t, c, manifests)
-	if err := waitNodeReady(c, a.node.name); err != nil {
-		t.Fatal(err)
-	}
+	c, a := ownNode(t, "killed", "")
 	ns := c.newNamespace(t)
 	const pods = 10
 	var yaml strings.Builder
