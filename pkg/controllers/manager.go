@@ -5,7 +5,8 @@
 // lifecycle, podCIDR allocation, pod GC, namespaces and service accounts; today it runs:
 //
 //   - namespace: empties namespaces being deleted, then finalizes them;
-//   - serviceaccount: keeps a "default" service account in every active namespace.
+//   - serviceaccount: keeps a "default" service account in every active namespace;
+//   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...).
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -31,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
+	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
 )
 
@@ -57,6 +59,9 @@ var controllers = []struct {
 }{
 	{"namespace", 10, func(c controllerContext) controller {
 		return namespace.NewController(c.client, c.metadata, c.discovery, c.informers.Core().V1().Namespaces())
+	}},
+	{"nodelifecycle", 1, func(c controllerContext) controller {
+		return nodelifecycle.NewController(c.client, c.informers.Core().V1().Nodes())
 	}},
 	{"serviceaccount", 5, func(c controllerContext) controller {
 		return serviceaccount.NewController(c.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())

@@ -36,6 +36,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/logs"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/oom"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
@@ -226,22 +227,30 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		return fmt.Errorf("image garbage collection: %w", err)
 	}
 
-	memoryThreshold := resource.MustParse("100Mi")
-	if v, ok := kc.EvictionHard["memory.available"]; ok {
-		if q, err := resource.ParseQuantity(v); err == nil {
-			memoryThreshold = q
+	thresholds, err := eviction.ParseThresholds(kc.EvictionHard)
+	if err != nil {
+		return err
+	}
+	var memoryThreshold resource.Quantity
+	for _, t := range thresholds {
+		if t.Signal == eviction.SignalMemoryAvailable && t.Quantity != nil {
+			memoryThreshold = *t.Quantity
 		}
 	}
-	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, runtimeService, imageService, podManager.GetPods)
+	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, runtimeService, imageService, podManager.GetPods)
 	kl.eviction = eviction.NewManager(kl.podsToMeasure,
 		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod,
-	).WithMemoryPressure(eviction.MemorySignals{
-		Available: stats.MemoryAvailable,
-		PodUsage:  statsProvider.PodMemory,
-		Threshold: memoryThreshold,
-		Recorder:  recorder,
-		Node:      kl.nodeRef(),
-	})
+		eviction.Config{
+			Thresholds:               thresholds,
+			PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
+			Summary:                  statsProvider.Summary,
+			DeleteUnusedContainers: func(ctx context.Context) error {
+				return kl.runtime.GarbageCollect(ctx, containerGCPolicy, kl.podWorkers, kl.sourcesReady.AllReady())
+			},
+			DeleteUnusedImages: kl.imageGC.DeleteUnusedImages,
+			Recorder:           recorder,
+			Node:               kl.nodeRef(),
+		})
 	kl.nodeStatus = nodestatus.New(client, nodestatus.Config{
 		NodeName:               cfg.NodeName,
 		NodeIP:                 cfg.NodeIP,
@@ -260,7 +269,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		UpdateRuntimeUp:        kl.updateRuntimeUp,
 		Pressure:               kl.eviction,
 	}, runtime, kl.runtimeState, recorder)
-	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
+	kl.oomWatcher = oom.NewWatcher(recorder, kl.nodeRef())
+	kl.admitHandlers = []admission.PodAdmitHandler{kl.eviction, admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
 	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
 
 	// The config sources, merged into one channel.

@@ -36,6 +36,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/logs"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/oom"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
@@ -74,6 +75,7 @@ type Kubelet struct {
 	volumeManager *volume.Manager
 	imageGC       *images.GCManager
 	eviction      *eviction.Manager
+	oomWatcher    *oom.Watcher
 	// containerLogManager rotates the containers' logs.
 	containerLogManager *logs.Manager
 	imageGCPeriod       time.Duration
@@ -98,7 +100,7 @@ type Kubelet struct {
 // periodic work, then enters syncLoop until ctx ends.
 func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) error {
 	logger := klog.FromContext(ctx)
-	if err := kl.initializeModules(); err != nil {
+	if err := kl.initializeModules(ctx); err != nil {
 		kl.recorder.Event(kl.nodeRef(), v1.EventTypeWarning, "KubeletSetupFailed", err.Error())
 		return err
 	}
@@ -118,11 +120,17 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	return nil
 }
 
-// initializeModules makes the data directories the rest expects.
-func (kl *Kubelet) initializeModules() error {
+// initializeModules makes the data directories the rest expects and starts the OOM
+// watcher. A node agent that cannot read the kernel log runs on without SystemOOM events.
+func (kl *Kubelet) initializeModules(ctx context.Context) error {
 	for _, dir := range []string{kl.rootDir, kl.podsDir(), filepath.Join(kl.rootDir, "plugins")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	if kl.oomWatcher != nil {
+		if err := kl.oomWatcher.Start(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to start the OOM watcher; SystemOOM events will not be recorded")
 		}
 	}
 	return nil

@@ -90,6 +90,9 @@ func SetKubeletDefaults(kc *kubeletconfig.KubeletConfiguration) {
 			"imagefs.available": "15%",
 		}
 	}
+	if kc.EvictionPressureTransitionPeriod.Duration == 0 {
+		kc.EvictionPressureTransitionPeriod = metav1.Duration{Duration: 5 * time.Minute}
+	}
 	if kc.CgroupDriver == "" {
 		kc.CgroupDriver = "cgroupfs"
 	}

@@ -131,3 +131,41 @@ spec:
 	c.mustIn(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nowhere}\ndata: {k: v}\n", "apply", "-n", ns, "-f", "-")
 	c.waitPhase(t, ns, "nocm", "Running")
 }
+
+// TestNodeFSGroup: a pod's fsGroup owns its emptyDir and configMap volumes, a non-root
+// container user is in that group and can write the emptyDir, and new files there inherit
+// the group (the directory is setgid).
+func TestNodeFSGroup(t *testing.T) {
+	t.Parallel()
+	c, _ := nodeCluster(t)
+	ns := c.newNamespace(t)
+	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {greeting: hello}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: grouped}
+spec:
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 1000, fsGroup: 2000}
+  containers:
+  - name: c
+    image: %s
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    - {name: cfg, mountPath: /etc/cfg}
+  volumes:
+  - {name: data, emptyDir: {}}
+  - {name: cfg, configMap: {name: cfg}}
+`, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
+	c.waitPhase(t, ns, "grouped", "Running")
+	got := c.must(t, "exec", "grouped", "-n", ns, "--", "sh", "-c",
+		"id -u; id -G; touch /data/new && stat -c %g /data /data/new; stat -L -c '%g %a' /etc/cfg/greeting")
+	want := "1000\n0 2000\n2000\n2000\n2000 644\n" // no runAsGroup: the primary group is 0
+	if got != want {
+		t.Errorf("ownership inside the container:\n%s\nwant\n%s", got, want)
+	}
+}

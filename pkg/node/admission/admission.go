@@ -56,9 +56,6 @@ const (
 	descTaint        = "node(s) had taints that the pod didn't tolerate"
 )
 
-// systemCriticalPriority is the lowest priority of a critical pod (system-cluster-critical).
-const systemCriticalPriority = 2000000000
-
 // PodAdmitAttributes is the pod to admit and the pods already admitted on the node.
 type PodAdmitAttributes struct {
 	Pod       *v1.Pod
@@ -173,7 +170,7 @@ func (h *predicateAdmitHandler) Admit(attrs *PodAdmitAttributes) PodAdmitResult 
 	nodeInfo := framework.NewNodeInfo(attrs.OtherPods...)
 	nodeInfo.SetNode(node)
 	failures := generalFilter(logger, withoutMissingExtendedResources(pod, nodeInfo), nodeInfo)
-	if len(failures) > 0 && isCriticalPod(pod) {
+	if len(failures) > 0 && types.IsCriticalPod(pod) {
 		if failures, err = h.handleCriticalPod(pod, failures); err != nil {
 			logger.Info("Failed to admit pod, unexpected error while attempting to recover from admission failure", "pod", klog.KObj(pod), "err", err)
 			return PodAdmitResult{Reason: UnexpectedAdmissionError,
@@ -234,12 +231,6 @@ func generalFilter(logger klog.Logger, pod *v1.Pod, nodeInfo *framework.NodeInfo
 		}
 	}
 	return out
-}
-
-// isCriticalPod: static and mirror pods, and pods of a system-critical priority.
-func isCriticalPod(pod *v1.Pod) bool {
-	return types.IsStaticPod(pod) || types.IsMirrorPod(pod) ||
-		(pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
 }
 
 // osLabelMismatch: the pod's kubernetes.io/os label names another OS than the node's, which

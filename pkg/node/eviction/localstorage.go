@@ -1,88 +1,63 @@
-// Package eviction is the node agent's eviction manager (seed 000's evictionManager). This
-// manager enforces local storage limits (a pod whose emptyDir volume outgrows its sizeLimit is
-// evicted, as the kubelet's localStorageEviction does) and the memory.available hard threshold.
-// The other node-pressure signals (nodefs, imagefs, pid) come with a later part.
 package eviction
 
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/node/stats"
 )
 
-// MonitoringInterval is how often usage is measured (the kubelet's evictionMonitoringPeriod).
-const MonitoringInterval = 10 * time.Second
+// Local storage limits, checked in the kubelet's order: an emptyDir over its sizeLimit, the
+// pod over the sum of its containers' ephemeral-storage limits (containers' writable layers
+// and logs plus its local volumes), a container over its own limit (writable layer and logs).
 
-// Reason is the status reason of an evicted pod.
-const Reason = "Evicted"
-
-// EvictFunc stops a pod at once and marks it Failed with Reason and the message.
-type EvictFunc func(pod *v1.Pod, message string)
-
-// Manager measures the pods' local storage and evicts the ones over their limits.
-type Manager struct {
-	activePods func() []*v1.Pod
-	podDir     func(uid types.UID) string
-	evict      EvictFunc
-
-	memory         *MemorySignals
-	memoryPressure atomic.Bool
-}
-
-// NewManager returns a Manager over the active pods; podDir is a pod's directory under the
-// node agent's root (its volumes live in it).
-func NewManager(activePods func() []*v1.Pod, podDir func(types.UID) string, evict EvictFunc) *Manager {
-	return &Manager{activePods: activePods, podDir: podDir, evict: evict}
-}
-
-// Run measures every MonitoringInterval until ctx ends.
-func (m *Manager) Run(ctx context.Context) {
-	t := time.NewTicker(MonitoringInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		m.synchronize(ctx)
+// localStorageExceeded reports the first local storage limit pod is over, in the kubelet's
+// words.
+func (m *Manager) localStorageExceeded(ctx context.Context, pod *v1.Pod, usage podUsage) (string, bool) {
+	if msg, over := m.emptyDirOverLimit(ctx, pod); over {
+		return msg, true
 	}
-}
-
-// synchronize evicts the pods over their local storage limits, then, under memory pressure,
-// the first-ranked pod.
-func (m *Manager) synchronize(ctx context.Context) {
-	pods := m.activePods()
-	var rest []*v1.Pod
-	for _, pod := range pods {
-		if msg, over := m.emptyDirOverLimit(ctx, pod); over {
-			klog.FromContext(ctx).Info("Evicting pod over its local storage limit", "pod", klog.KObj(pod), "message", msg)
-			m.evict(pod, msg)
+	var podLimit resource.Quantity
+	limited := false
+	for _, c := range pod.Spec.Containers {
+		if q, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; ok {
+			podLimit.Add(q)
+			limited = true
+		}
+	}
+	if !limited || usage.containers == nil {
+		return "", false
+	}
+	usage.volumes = m.localVolumesUsage(ctx, pod)
+	if usage.total(v1.ResourceEphemeralStorage) > podLimit.Value() {
+		return fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", podLimit.String()), true
+	}
+	for _, c := range pod.Spec.Containers {
+		limit, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]
+		if !ok {
 			continue
 		}
-		rest = append(rest, pod)
+		if used, measured := usage.containerUse(c.Name, v1.ResourceEphemeralStorage); measured && used > limit.Value() {
+			return fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q. ", c.Name, limit.String()), true
+		}
 	}
-	m.reclaimMemory(ctx, rest)
+	return "", false
 }
 
 // emptyDirOverLimit reports the first disk-backed emptyDir volume of pod that uses more
-// than its sizeLimit, in the kubelet's words.
+// than its sizeLimit.
 func (m *Manager) emptyDirOverLimit(ctx context.Context, pod *v1.Pod) (string, bool) {
 	for _, vol := range pod.Spec.Volumes {
 		ed := vol.EmptyDir
 		if ed == nil || ed.SizeLimit == nil || ed.SizeLimit.IsZero() || ed.Medium == v1.StorageMediumMemory {
 			continue
 		}
-		dir := filepath.Join(m.podDir(pod.UID), "volumes", "kubernetes.io~empty-dir", vol.Name)
-		used, err := diskUsage(dir)
+		used, err := stats.DiskUsage(m.volumeDir(pod, "kubernetes.io~empty-dir", vol.Name))
 		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Measuring an emptyDir", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
 			continue
@@ -94,21 +69,30 @@ func (m *Manager) emptyDirOverLimit(ctx context.Context, pod *v1.Pod) (string, b
 	return "", false
 }
 
-// diskUsage is the space the files under dir take on disk, as du counts it.
-func diskUsage(dir string) (int64, error) {
+// localVolumesUsage is the disk the pod's local volumes take: disk-backed emptyDirs and
+// configMaps, as the kubelet counts them.
+func (m *Manager) localVolumesUsage(ctx context.Context, pod *v1.Pod) int64 {
 	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	for _, vol := range pod.Spec.Volumes {
+		var plugin string
+		switch {
+		case vol.EmptyDir != nil && vol.EmptyDir.Medium != v1.StorageMediumMemory:
+			plugin = "kubernetes.io~empty-dir"
+		case vol.ConfigMap != nil:
+			plugin = "kubernetes.io~configmap"
+		default:
+			continue
+		}
+		used, err := stats.DiskUsage(m.volumeDir(pod, plugin, vol.Name))
 		if err != nil {
-			return err
+			klog.FromContext(ctx).V(4).Info("Measuring a local volume", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
+			continue
 		}
-		info, err := d.Info()
-		if err != nil {
-			return nil // removed meanwhile
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			total += st.Blocks * 512
-		}
-		return nil
-	})
-	return total, err
+		total += used
+	}
+	return total
+}
+
+func (m *Manager) volumeDir(pod *v1.Pod, plugin, name string) string {
+	return filepath.Join(m.podDir(pod.UID), "volumes", plugin, name)
 }

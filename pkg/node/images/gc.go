@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"syscall"
@@ -150,6 +151,18 @@ func (m *GCManager) GarbageCollect(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// DeleteUnusedImages removes every image no container uses (the eviction manager's reclaim
+// under disk pressure), still sparing pinned, sandbox and too young images.
+func (m *GCManager) DeleteUnusedImages(ctx context.Context) error {
+	now := time.Now()
+	inUse, err := m.detectImages(ctx, now)
+	if err != nil {
+		return err
+	}
+	_, err = m.freeSpace(ctx, math.MaxInt64, now, inUse)
+	return err
 }
 
 // freeSpace removes eligible images, least recently used (then oldest) first, until

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/berth-cluster/berth/pkg/qos"
 )
@@ -199,4 +200,79 @@ func podCgroupParent(root string, pod *v1.Pod) string {
 // terminated pod calls it, as the kubelet's pod container manager does).
 func (m *Manager) RemovePodCgroup(pod *v1.Pod) error {
 	return m.cgroups.remove(podCgroupParent(m.cfg.CgroupRoot, pod))
+}
+
+// cgroupResources are a pod cgroup's limits; zero leaves a file as it is.
+type cgroupResources struct {
+	cpuShares, cpuQuota, cpuPeriod, memoryLimit int64
+}
+
+// podCgroupResources are the limits of the pod's cgroup, as the kubelet's pod container
+// manager sets them (ResourceConfigForPod): cpu.shares from the pod's cpu requests (the
+// minimum for BestEffort); a CFS quota only when every container has a cpu limit, a memory
+// limit only when every container has a memory limit. The pod's requests and limits count
+// init containers and sidecars as the scheduler does.
+func (m *Manager) podCgroupResources(pod *v1.Pod) cgroupResources {
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	if qos.PodQOSClass(pod) == v1.PodQOSBestEffort {
+		return cgroupResources{cpuShares: minShares}
+	}
+	r := cgroupResources{cpuShares: milliCPUToShares(requests.Cpu().MilliValue())}
+	cpuLimited, memoryLimited := true, true
+	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if _, ok := c.Resources.Limits[v1.ResourceCPU]; !ok {
+			cpuLimited = false
+		}
+		if _, ok := c.Resources.Limits[v1.ResourceMemory]; !ok {
+			memoryLimited = false
+		}
+	}
+	if cpuLimited && !m.cfg.DisableCPUCFSQuota {
+		r.cpuPeriod = quotaPeriod
+		r.cpuQuota = milliCPUToQuota(limits.Cpu().MilliValue(), quotaPeriod)
+	}
+	if memoryLimited {
+		r.memoryLimit = limits.Memory().Value()
+	}
+	return r
+}
+
+// set writes the limits into the cgroup at path in the hierarchies that hold each controller
+// (cpu.shares, cpu.cfs_*, memory.limit_in_bytes on v1; cpu.weight, cpu.max, memory.max on v2).
+func (ms cgroupMounts) set(cgroupPath string, r cgroupResources) error {
+	write := func(dir, file string, v string) error {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
+			return fmt.Errorf("setting %s of cgroup %s: %w", file, cgroupPath, err)
+		}
+		return nil
+	}
+	var errs []error
+	for _, m := range ms {
+		dir := filepath.Join(m.dir, cgroupPath)
+		switch {
+		case m.v2:
+			if r.cpuShares > 0 {
+				errs = append(errs, write(dir, "cpu.weight", fmt.Sprint(1+((r.cpuShares-2)*9999)/262142)))
+			}
+			if r.cpuQuota > 0 {
+				errs = append(errs, write(dir, "cpu.max", fmt.Sprintf("%d %d", r.cpuQuota, r.cpuPeriod)))
+			}
+			if r.memoryLimit > 0 {
+				errs = append(errs, write(dir, "memory.max", fmt.Sprint(r.memoryLimit)))
+			}
+		case m.hasController("cpu"):
+			if r.cpuShares > 0 {
+				errs = append(errs, write(dir, "cpu.shares", fmt.Sprint(r.cpuShares)))
+			}
+			if r.cpuQuota > 0 {
+				errs = append(errs, write(dir, "cpu.cfs_period_us", fmt.Sprint(r.cpuPeriod)), write(dir, "cpu.cfs_quota_us", fmt.Sprint(r.cpuQuota)))
+			}
+		case m.hasController("memory"):
+			if r.memoryLimit > 0 {
+				errs = append(errs, write(dir, "memory.limit_in_bytes", fmt.Sprint(r.memoryLimit)))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

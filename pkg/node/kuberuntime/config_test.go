@@ -285,6 +285,42 @@ func TestContainerResources(t *testing.T) {
 	}
 }
 
+func TestPodCgroupResources(t *testing.T) {
+	m, _ := testManager(t, nil)
+	rl := func(cpu, mem string) v1.ResourceList {
+		l := v1.ResourceList{}
+		if cpu != "" {
+			l[v1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			l[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return l
+	}
+	ctr := func(req, lim v1.ResourceList) v1.Container {
+		return v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: req, Limits: lim}}
+	}
+	tests := []struct {
+		name       string
+		containers []v1.Container
+		want       cgroupResources
+	}{
+		{"guaranteed: shares, quota and memory", []v1.Container{ctr(rl("500m", "64Mi"), rl("500m", "64Mi")), ctr(rl("250m", "32Mi"), rl("250m", "32Mi"))},
+			cgroupResources{cpuShares: 768, cpuQuota: 75000, cpuPeriod: 100000, memoryLimit: 96 << 20}},
+		{"burstable, memory limited everywhere, cpu not", []v1.Container{ctr(rl("100m", ""), rl("", "64Mi")), ctr(nil, rl("", "32Mi"))},
+			cgroupResources{cpuShares: 102, memoryLimit: 96 << 20}},
+		{"burstable, one container unlimited: no pod limit", []v1.Container{ctr(rl("1", "64Mi"), rl("2", "64Mi")), ctr(rl("", "16Mi"), nil)},
+			cgroupResources{cpuShares: 1024}},
+		{"best effort: the minimum shares", []v1.Container{ctr(nil, nil)}, cgroupResources{cpuShares: 2}},
+	}
+	for _, tt := range tests {
+		pod := &v1.Pod{Spec: v1.PodSpec{Containers: tt.containers}}
+		if got := m.podCgroupResources(pod); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestContainerSecurityContext(t *testing.T) {
 	m, _ := testManager(t, func(c *Config) { c.SeccompDefault = true })
 	priv, ro, escalate := true, true, false
@@ -564,6 +600,22 @@ func TestEnsureCgroup(t *testing.T) {
 		cpus, _ := os.ReadFile(filepath.Join(cpuset.dir, leaf, "cpuset.cpus"))
 		if strings.TrimSpace(string(cpus)) == "" {
 			t.Errorf("the new cpuset cgroup has no cpus")
+		}
+	}
+
+	if err := mounts.set(leaf, cgroupResources{cpuShares: 512, cpuQuota: 50000, cpuPeriod: 100000, memoryLimit: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if cpu, ok := mounts.has("cpu"); ok {
+		for file, want := range map[string]string{"cpu.shares": "512", "cpu.cfs_quota_us": "50000"} {
+			if got, _ := os.ReadFile(filepath.Join(cpu.dir, leaf, file)); strings.TrimSpace(string(got)) != want {
+				t.Errorf("%s = %q, want %s", file, got, want)
+			}
+		}
+	}
+	if mem, ok := mounts.has("memory"); ok {
+		if got, _ := os.ReadFile(filepath.Join(mem.dir, leaf, "memory.limit_in_bytes")); strings.TrimSpace(string(got)) != fmt.Sprint(64<<20) {
+			t.Errorf("memory.limit_in_bytes = %q", got)
 		}
 	}
 

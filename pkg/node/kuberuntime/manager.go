@@ -332,5 +332,5 @@ func (m *Manager) PodDir(uid string) string { return m.podDir(uid) }
 
 // podLogsDir is the pod's log directory: PodLogsDir/<ns>_<name>_<uid>.
 func (m *Manager) podLogsDir(namespace, name, uid string) string {
-	return filepath.Join(m.cfg.PodLogsDir, namespace+"_"+name+"_"+uid)
+	return container.PodLogsDir(m.cfg.PodLogsDir, namespace, name, uid)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/volume"
 )
 
 const etcHostsPath = "/etc/hosts"
@@ -133,7 +134,10 @@ func (m *Manager) ensureEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {
 		}
 	}
 	// Any user of any container may write it; chmod because of the umask.
-	return dir, os.Chmod(dir, 0o777)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return "", err
+	}
+	return dir, volume.SetOwnership(dir, pod, false)
 }
 
 // mountTmpfs mounts a tmpfs at dir unless one is there, of size bytes (0: the node's

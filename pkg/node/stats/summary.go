@@ -7,7 +7,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,16 +18,18 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/berth-cluster/berth/pkg/node/container"
 )
 
 // Provider answers the Summary API.
 type Provider struct {
 	nodeName string
 	rootDir  string // the node agent's root: its filesystem is nodefs
+	logsDir  string // the pods' log directories (containerLogManager's root)
 	start    time.Time
 	runtime  internalapi.RuntimeService
 	images   internalapi.ImageManagerService
@@ -41,9 +45,10 @@ type cpuSample struct {
 	at    time.Time
 }
 
-// NewProvider returns the Summary API over the runtime; pods are the node agent's pods.
-func NewProvider(nodeName, rootDir string, runtime internalapi.RuntimeService, images internalapi.ImageManagerService, pods func() []*v1.Pod) *Provider {
-	return &Provider{nodeName: nodeName, rootDir: rootDir, start: time.Now(), runtime: runtime, images: images, pods: pods, last: map[string]cpuSample{}}
+// NewProvider returns the Summary API over the runtime; pods are the node agent's pods, whose
+// containers log under podLogsDir.
+func NewProvider(nodeName, rootDir, podLogsDir string, runtime internalapi.RuntimeService, images internalapi.ImageManagerService, pods func() []*v1.Pod) *Provider {
+	return &Provider{nodeName: nodeName, rootDir: rootDir, logsDir: podLogsDir, start: time.Now(), runtime: runtime, images: images, pods: pods, last: map[string]cpuSample{}}
 }
 
 // Summary is the node's and its pods' usage now.
@@ -62,6 +67,7 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 		return nil, err
 	}
 	node.Runtime = &statsapi.RuntimeStats{ImageFs: imageFs}
+	node.Rlimit = processLimits(now)
 
 	stats, err := p.runtime.ListContainerStats(ctx, nil)
 	if err != nil {
@@ -78,7 +84,9 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 		running[c.Id] = c
 	}
 	byPod := map[string]*statsapi.PodStats{}
+	logDirs := map[string]string{}
 	for _, pod := range p.pods() {
+		logDirs[string(pod.UID)] = container.PodLogsDir(p.logsDir, pod.Namespace, pod.Name, string(pod.UID))
 		byPod[string(pod.UID)] = &statsapi.PodStats{
 			PodRef:    statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)},
 			StartTime: podStart(pod),
@@ -89,7 +97,8 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 		if !ok {
 			continue
 		}
-		ps, ok := byPod[c.Labels["io.kubernetes.pod.uid"]]
+		uid := c.Labels["io.kubernetes.pod.uid"]
+		ps, ok := byPod[uid]
 		if !ok {
 			continue
 		}
@@ -114,6 +123,9 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 		}
 		if fs := s.GetWritableLayer(); fs != nil && fs.UsedBytes != nil {
 			cs.Rootfs = &statsapi.FsStats{Time: now, UsedBytes: ptr(fs.UsedBytes.Value)}
+		}
+		if used, err := DiskUsage(filepath.Join(logDirs[uid], cs.Name)); err == nil {
+			cs.Logs = &statsapi.FsStats{Time: now, UsedBytes: ptr(uint64(used))}
 		}
 		ps.Containers = append(ps.Containers, cs)
 		addPod(ps, &cs, now)
@@ -275,32 +287,43 @@ func machineMemory(now metav1.Time) (*statsapi.MemoryStats, error) {
 
 func ptr(v uint64) *uint64 { return &v }
 
-// MemoryAvailable is the node's memory.available: capacity minus the working set.
-func MemoryAvailable() (int64, error) {
-	m, err := machineMemory(metav1.Now())
-	if err != nil {
-		return 0, err
-	}
-	return int64(*m.AvailableBytes), nil
-}
-
-// PodMemory is each running container's memory working set, by pod UID and container name.
-func (p *Provider) PodMemory(ctx context.Context) (map[types.UID]map[string]uint64, error) {
-	stats, err := p.runtime.ListContainerStats(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("listing container stats: %w", err)
-	}
-	out := map[types.UID]map[string]uint64{}
-	for _, s := range stats {
-		uid := types.UID(s.GetAttributes().GetLabels()["io.kubernetes.pod.uid"])
-		ws := s.GetMemory().GetWorkingSetBytes()
-		if uid == "" || ws == nil {
+// processLimits is the node's process ID limit and how many processes run (the Summary's
+// rlimit, which pid.available is judged on): the lower of kernel.pid_max and
+// kernel.threads-max, and sysinfo's process count.
+func processLimits(now metav1.Time) *statsapi.RlimitStats {
+	r := &statsapi.RlimitStats{Time: now}
+	for _, f := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
 			continue
 		}
-		if out[uid] == nil {
-			out[uid] = map[string]uint64{}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && (r.MaxPID == nil || n < *r.MaxPID) {
+			r.MaxPID = &n
 		}
-		out[uid][s.GetAttributes().GetMetadata().GetName()] = ws.Value
 	}
-	return out, nil
+	var info syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&info); err == nil {
+		procs := int64(info.Procs)
+		r.NumOfRunningProcesses = &procs
+	}
+	return r
+}
+
+// DiskUsage is the space the files under dir take on disk, as du counts it.
+func DiskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	return total, err
 }

@@ -100,3 +100,13 @@ const (
 func (t SyncPodType) String() string {
 	return [...]string{"sync", "update", "create", "kill"}[t]
 }
+
+// SystemCriticalPriority is the lowest priority of a critical pod (system-cluster-critical).
+const SystemCriticalPriority = 2000000000
+
+// IsCriticalPod: static and mirror pods, and pods of a system-critical priority; the node
+// agent neither rejects them for lack of resources nor evicts them.
+func IsCriticalPod(pod *v1.Pod) bool {
+	return IsStaticPod(pod) || IsMirrorPod(pod) ||
+		(pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority)
+}

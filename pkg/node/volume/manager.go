@@ -91,7 +91,10 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, dir st
 			return err
 		}
 	}
-	return writePayload(dir, payload)
+	if err := writePayload(dir, payload); err != nil {
+		return err
+	}
+	return SetOwnership(dir, pod, true)
 }
 
 func hasSecret(p *v1.ProjectedVolumeSource) bool {
