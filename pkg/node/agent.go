@@ -34,6 +34,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
 	"github.com/berth-cluster/berth/pkg/node/logs"
+	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/oom"
@@ -147,10 +148,13 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	if err := cri.EnsureSandboxImage(ctx, endpoint, pause.ImageName); err != nil {
 		return fmt.Errorf("loading the sandbox image: %w", err)
 	}
+	nodeMetrics := metrics.New()
 	runtimeService, imageService, err := cri.Connect(ctx, endpoint)
 	if err != nil {
 		return err
 	}
+	runtimeService = metrics.InstrumentRuntime(runtimeService, nodeMetrics)
+	imageService = metrics.InstrumentImages(imageService, nodeMetrics)
 	if cfg.PodCIDR != "" {
 		if err := runtimeService.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cfg.PodCIDR}}); err != nil {
 			logger.Error(err, "Telling the runtime the pod CIDR")
@@ -195,7 +199,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		podManager:       podManager,
 		runtime:          runtime,
 		podCache:         podCache,
-		pleg:             pleg.NewGenericPLEG(runtime, podCache, time.Second, nil, clk),
+		pleg:             pleg.NewGenericPLEG(runtime, podCache, time.Second, nil, clk, nodeMetrics),
+		metrics:          nodeMetrics,
 		runtimeState:     nodestatus.NewRuntimeState(),
 		reasonCache:      podstatus.NewReasonCache(),
 		crashLoopBackOff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
@@ -250,6 +255,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			DeleteUnusedImages: kl.imageGC.DeleteUnusedImages,
 			Recorder:           recorder,
 			Node:               kl.nodeRef(),
+			Metrics:            nodeMetrics,
 		})
 	kl.nodeStatus = nodestatus.New(client, nodestatus.Config{
 		NodeName:               cfg.NodeName,
@@ -298,7 +304,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
 			LogsDir:      cfg.LogsDir,
 			Summary:      statsProvider.Summary,
-			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService),
+			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService, nodeMetrics.Collectors()...),
 		}, podManager, runtime)
 		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "The node API stopped")

@@ -34,6 +34,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/eviction"
 	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/logs"
+	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/oom"
@@ -76,6 +77,7 @@ type Kubelet struct {
 	imageGC       *images.GCManager
 	eviction      *eviction.Manager
 	oomWatcher    *oom.Watcher
+	metrics       *metrics.Metrics
 	// containerLogManager rotates the containers' logs.
 	containerLogManager *logs.Manager
 	imageGCPeriod       time.Duration

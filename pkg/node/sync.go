@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,10 +29,16 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	logger := klog.FromContext(ctx)
 	logger.V(4).Info("SyncPod enter", "pod", klog.KObj(pod), "updateType", updateType)
 
+	defer kl.metrics.ObservePodWorker(updateType.String(), time.Now())
+
 	apiPodStatus := kl.generateAPIPodStatus(pod, podStatus, false)
 	if isTerminalPhase(apiPodStatus.Phase) {
 		kl.statusManager.SetPodStatus(logger, pod, apiPodStatus)
 		return true, nil
+	}
+	// Record the time it takes for the pod to become running, since it was first seen.
+	if existing, ok := kl.statusManager.GetPodStatus(pod.UID); (!ok || existing.Phase != v1.PodRunning) && apiPodStatus.Phase == v1.PodRunning {
+		kl.metrics.ObservePodStart(firstSeenTime(pod))
 	}
 	kl.statusManager.SetPodStatus(logger, pod, apiPodStatus)
 
@@ -312,4 +319,14 @@ func (kl *Kubelet) pullSecretsFromAPI(ctx context.Context, pod *v1.Pod) []v1.Sec
 		out = append(out, *s)
 	}
 	return out
+}
+
+// firstSeenTime is when the node agent's config first saw the pod (its
+// kubernetes.io/config.seen annotation); zero when it has none.
+func firstSeenTime(pod *v1.Pod) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, pod.Annotations[kubetypes.ConfigFirstSeenAnnotationKey])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

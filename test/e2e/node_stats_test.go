@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,9 +68,19 @@ spec:
 	}
 
 	metrics := c.must(t, "get", "--raw", "/api/v1/nodes/"+n.name+"/proxy/metrics")
-	for _, want := range []string{`kubelet_node_name{node="` + n.name + `"} 1`, "kubelet_running_pods ", `kubelet_running_containers{container_state="running"} `} {
+	for _, want := range []string{`kubelet_node_name{node="` + n.name + `"} 1`, "kubelet_running_pods ", `kubelet_running_containers{container_state="running"} `,
+		"kubelet_pod_start_duration_seconds_count ", `kubelet_pod_worker_duration_seconds_count{operation_type="sync"} `,
+		"kubelet_pleg_relist_duration_seconds_count ", "kubelet_pleg_relist_interval_seconds_count ",
+		`kubelet_runtime_operations_total{operation_type="run_podsandbox"} `, `kubelet_runtime_operations_duration_seconds_count{operation_type="start_container"} `} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics has no %q:\n%s", want, metrics)
+		}
+	}
+	// The pod above started on this node, so its start was observed, and sandboxes were run.
+	for _, counted := range []string{`kubelet_pod_start_duration_seconds_count`, `kubelet_runtime_operations_total{operation_type="run_podsandbox"}`} {
+		m := regexp.MustCompile(regexp.QuoteMeta(counted) + ` (\d+)`).FindStringSubmatch(metrics)
+		if m == nil || m[1] == "0" {
+			t.Errorf("%s is %v, want at least 1", counted, m)
 		}
 	}
 	if pods := c.must(t, "get", "--raw", "/api/v1/nodes/"+n.name+"/proxy/pods"); !strings.Contains(pods, `"name":"busy"`) {

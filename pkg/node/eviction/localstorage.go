@@ -16,11 +16,18 @@ import (
 // pod over the sum of its containers' ephemeral-storage limits (containers' writable layers
 // and logs plus its local volumes), a container over its own limit (writable layer and logs).
 
-// localStorageExceeded reports the first local storage limit pod is over, in the kubelet's
-// words.
-func (m *Manager) localStorageExceeded(ctx context.Context, pod *v1.Pod, usage podUsage) (string, bool) {
+// The signals local storage evictions are counted under (kubelet_evictions).
+const (
+	signalEmptyDirFsLimit           = "emptydirfs.limit"
+	signalEphemeralPodFsLimit       = "ephemeralpodfs.limit"
+	signalEphemeralContainerFsLimit = "ephemeralcontainerfs.limit"
+)
+
+// localStorageExceeded reports the first local storage limit pod is over, with its signal
+// and the kubelet's words.
+func (m *Manager) localStorageExceeded(ctx context.Context, pod *v1.Pod, usage podUsage) (string, string, bool) {
 	if msg, over := m.emptyDirOverLimit(ctx, pod); over {
-		return msg, true
+		return signalEmptyDirFsLimit, msg, true
 	}
 	var podLimit resource.Quantity
 	limited := false
@@ -31,11 +38,11 @@ func (m *Manager) localStorageExceeded(ctx context.Context, pod *v1.Pod, usage p
 		}
 	}
 	if !limited || usage.containers == nil {
-		return "", false
+		return "", "", false
 	}
 	usage.volumes = m.localVolumesUsage(ctx, pod)
 	if usage.total(v1.ResourceEphemeralStorage) > podLimit.Value() {
-		return fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", podLimit.String()), true
+		return signalEphemeralPodFsLimit, fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", podLimit.String()), true
 	}
 	for _, c := range pod.Spec.Containers {
 		limit, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]
@@ -43,10 +50,10 @@ func (m *Manager) localStorageExceeded(ctx context.Context, pod *v1.Pod, usage p
 			continue
 		}
 		if used, measured := usage.containerUse(c.Name, v1.ResourceEphemeralStorage); measured && used > limit.Value() {
-			return fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q. ", c.Name, limit.String()), true
+			return signalEphemeralContainerFsLimit, fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q. ", c.Name, limit.String()), true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // emptyDirOverLimit reports the first disk-backed emptyDir volume of pod that uses more

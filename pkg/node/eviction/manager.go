@@ -24,6 +24,8 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-cluster/berth/pkg/node/metrics"
 )
 
 // MonitoringInterval is how often usage is measured (the kubelet's evictionMonitoringPeriod).
@@ -55,6 +57,8 @@ type Config struct {
 	Recorder record.EventRecorder
 	Node     *v1.ObjectReference
 	Clock    clock.PassiveClock
+	// Metrics counts evictions by signal (kubelet_evictions); nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Manager measures usage and evicts pods over their limits or under node pressure.
@@ -113,8 +117,9 @@ func (m *Manager) synchronize(ctx context.Context) {
 	pods := m.activePods()
 	var rest []*v1.Pod
 	for _, pod := range pods {
-		if msg, over := m.localStorageExceeded(ctx, pod, usage[pod.UID]); over {
+		if signal, msg, over := m.localStorageExceeded(ctx, pod, usage[pod.UID]); over {
 			logger.Info("Evicting pod over its local storage limit", "pod", klog.KObj(pod), "message", msg)
+			m.cfg.Metrics.ObserveEviction(signal)
 			m.evict(pod, msg)
 			continue
 		}

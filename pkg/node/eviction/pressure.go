@@ -121,6 +121,7 @@ func (m *Manager) reclaim(ctx context.Context, summary *statsapi.Summary, usage 
 	o := obs[t.Signal]
 	msg := evictionMessage(victim, resourceName, t.value(o.capacity), o.available, usage[victim.UID])
 	logger.Info("Evicting pod for node pressure", "pod", klog.KObj(victim), "signal", t.Signal, "available", o.available.String(), "threshold", t.value(o.capacity).String())
+	m.cfg.Metrics.ObserveEviction(string(t.Signal))
 	m.evict(victim, msg)
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/metrics"
 )
 
 const (
@@ -47,6 +48,7 @@ type GenericPLEG struct {
 	events       EventSource
 	clock        clock.Clock
 	eventCh      chan *PodLifecycleEvent
+	metrics      *metrics.Metrics
 
 	// mu serializes relists and event handling; it guards pods and reinspect.
 	mu sync.Mutex
@@ -66,8 +68,9 @@ var _ PodLifecycleEventGenerator = &GenericPLEG{}
 
 // NewGenericPLEG returns a PLEG that relists runtime every relistPeriod and, when events is
 // not nil, also follows the runtime's container event stream.
-func NewGenericPLEG(runtime container.Runtime, cache Cache, relistPeriod time.Duration, events EventSource, clock clock.Clock) PodLifecycleEventGenerator {
+func NewGenericPLEG(runtime container.Runtime, cache Cache, relistPeriod time.Duration, events EventSource, clock clock.Clock, m *metrics.Metrics) PodLifecycleEventGenerator {
 	return &GenericPLEG{
+		metrics:      m,
 		runtime:      runtime,
 		cache:        cache,
 		relistPeriod: relistPeriod,
@@ -129,6 +132,7 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 	defer g.mu.Unlock()
 
 	timestamp := g.clock.Now()
+	defer g.metrics.ObserveRelist(timestamp, g.relistTime.Load())
 	listed, err := g.runtime.GetPods(ctx, true)
 	if err != nil {
 		logger.Error(err, "GenericPLEG: Unable to retrieve pods")

@@ -103,7 +103,7 @@ func (r *fakeRuntime) calls() int {
 func newTestPLEG(rt *fakeRuntime, events EventSource) (*GenericPLEG, Cache, *clocktesting.FakeClock) {
 	clk := clocktesting.NewFakeClock(t0)
 	c := NewCache()
-	return NewGenericPLEG(rt, c, time.Second, events, clk).(*GenericPLEG), c, clk
+	return NewGenericPLEG(rt, c, time.Second, events, clk, nil).(*GenericPLEG), c, clk
 }
 
 // drain returns the events waiting in the channel.

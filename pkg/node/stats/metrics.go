@@ -60,9 +60,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// MetricsHandler serves the node's metrics in the Prometheus text format.
-func MetricsHandler(nodeName string, runtime internalapi.RuntimeService) http.Handler {
+// MetricsHandler serves the node's metrics in the Prometheus text format: the gauges read
+// from the runtime at each scrape and the node agent's own collectors.
+func MetricsHandler(nodeName string, runtime internalapi.RuntimeService, own ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector{nodeName: nodeName, runtime: runtime})
+	reg.MustRegister(own...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
