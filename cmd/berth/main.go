@@ -40,6 +40,7 @@ func newRootCommand() *cobra.Command {
 		newControllersCommand(),
 		newSchedulerCommand(),
 		newNodeCommand(),
+		newSimCommand(),
 		newKubeconfigCommand(),
 		newBenchCommand(),
 		newImageCommand(),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
@@ -80,9 +81,9 @@ type Config struct {
 	ImageGCPeriod time.Duration
 }
 
-// Run builds the node agent and runs it until ctx ends: the runtime (containerd, started here
-// when nothing answers on the endpoint), the modules, the config sources, the node API, and
-// then Kubelet.Run.
+// Run builds the node agent of a real node and runs it until ctx ends: its API clients, the
+// runtime (containerd, started here when nothing answers on the endpoint), the modules
+// (NewKubelet), the node API, and then Kubelet.Run.
 func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	logger := klog.FromContext(ctx).WithValues("node", cfg.NodeName)
 	ctx = klog.NewContext(ctx, logger)
@@ -155,6 +156,74 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	}
 	runtimeService = metrics.InstrumentRuntime(runtimeService, nodeMetrics)
 	imageService = metrics.InstrumentImages(imageService, nodeMetrics)
+	kl, updates, err := NewKubelet(ctx, cfg, kc, Dependencies{
+		Client:   client,
+		Recorder: recorder,
+		Runtime:  runtimeService,
+		Images:   imageService,
+		Metrics:  nodeMetrics,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The node API: logs, exec, attach, port-forward, the stats summary and metrics.
+	certFile, keyFile, err := cluster.EnsureNodeServing(cfg.PKIDir, cfg.NodeName, []net.IP{cfg.NodeIP})
+	if err != nil {
+		return fmt.Errorf("the node API's certificate: %w", err)
+	}
+	go func() {
+		err := server.Serve(ctx, server.ServerConfig{
+			Address:      net.JoinHostPort(kc.Address, fmt.Sprint(kc.Port)),
+			CertFile:     certFile,
+			KeyFile:      keyFile,
+			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
+			LogsDir:      cfg.LogsDir,
+			Summary:      kl.statsProvider.Summary,
+			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService, nodeMetrics.Collectors()...),
+		}, kl.podManager, kl.runtime)
+		if err != nil && ctx.Err() == nil {
+			logger.Error(err, "The node API stopped")
+		}
+	}()
+	return kl.Run(ctx, updates)
+}
+
+// Dependencies are what NewKubelet builds a node agent on. Run makes them for a real node;
+// berth sim makes them for thousands of simulated nodes in one process, sharing one client
+// and one watch of bound pods, each with an in-memory CRI runtime.
+type Dependencies struct {
+	Client   kubernetes.Interface
+	Recorder record.EventRecorder
+	Runtime  internalapi.RuntimeService
+	Images   internalapi.ImageManagerService
+	// Metrics are the node agent's own; nil records none.
+	Metrics *metrics.Metrics
+	// APIServerSource sends the pods bound to the node (config.NewSourceApiserver's
+	// contract); nil is a watch of the node's own.
+	APIServerSource func(ctx context.Context, nodeName string, nodeHasSynced func() bool, updates chan<- interface{})
+	// MachineInfo describes the node; nil reads this machine.
+	MachineInfo func() (*nodestatus.MachineInfo, error)
+	// Simulated says the runtime runs nothing on this machine (berth's in-memory runtime):
+	// no pod cgroups, no OOM watcher, no container log rotation, and no eviction manager,
+	// whose signals would be this machine's rather than the node's.
+	Simulated bool
+	// Clock is the node agent's clock; nil is the real one.
+	Clock clock.WithTicker
+}
+
+// NewKubelet builds the node agent's modules on deps (seed 000's NewMainKubelet): the
+// runtime manager over the CRI, pod manager, PLEG, pod workers, status, probe, volume, image
+// GC and eviction managers, node status, admission and the config sources. It returns the
+// Kubelet and the merged pod updates to run it with.
+func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfiguration, deps Dependencies) (*Kubelet, <-chan kubetypes.PodUpdate, error) {
+	logger := klog.FromContext(ctx)
+	client, recorder, runtimeService, imageService, nodeMetrics := deps.Client, deps.Recorder, deps.Runtime, deps.Images, deps.Metrics
+	var clk clock.WithTicker = clock.RealClock{}
+	if deps.Clock != nil {
+		clk = deps.Clock
+	}
+	var err error
 	if cfg.PodCIDR != "" {
 		if err := runtimeService.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cfg.PodCIDR}}); err != nil {
 			logger.Error(err, "Telling the runtime the pod CIDR")
@@ -166,10 +235,16 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			clusterDNS = append(clusterDNS, ip)
 		}
 	}
+	// Container IDs carry the runtime's name ("containerd://…"), as the kubelet's do.
+	runtimeName := ""
+	if v, err := runtimeService.Version(ctx, "v1"); err == nil {
+		runtimeName = v.RuntimeName
+	}
 	verdicts := &probeVerdicts{}
 	var runtime *kuberuntime.Manager
 	volumes := volume.NewManager(filepath.Join(cfg.DataDir, "pods"), apiObjects{client}, func() v1.ResourceList { return runtime.Allocatable() })
 	runtime, err = kuberuntime.NewManager(kuberuntime.Config{
+		RuntimeName:   runtimeName,
 		PodLogsDir:    kc.PodLogsDir,
 		RootDir:       cfg.DataDir,
 		NodeName:      cfg.NodeName,
@@ -181,12 +256,13 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		Objects:       apiObjects{client},
 		Probes:        verdicts,
 		Volumes:       volumes,
+		NoPodCgroups:  deps.Simulated,
+		Clock:         clk,
 	}, runtimeService, imageService, recorder)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 
-	clk := clock.RealClock{}
 	podManager := podmanager.New()
 	podCache := pleg.NewCache()
 	kl := &Kubelet{
@@ -214,10 +290,12 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	kl.volumeManager = volumes
 	maxLogSize, err := resource.ParseQuantity(kc.ContainerLogMaxSize)
 	if err != nil {
-		return fmt.Errorf("containerLogMaxSize %q: %w", kc.ContainerLogMaxSize, err)
+		return nil, nil, fmt.Errorf("containerLogMaxSize %q: %w", kc.ContainerLogMaxSize, err)
 	}
-	if kl.containerLogManager, err = logs.NewManager(runtimeService, maxLogSize.Value(), int(*kc.ContainerLogMaxFiles)); err != nil {
-		return fmt.Errorf("container log manager: %w", err)
+	if !deps.Simulated {
+		if kl.containerLogManager, err = logs.NewManager(runtimeService, maxLogSize.Value(), int(*kc.ContainerLogMaxFiles)); err != nil {
+			return nil, nil, fmt.Errorf("container log manager: %w", err)
+		}
 	}
 	kl.imageGCPeriod = cfg.ImageGCPeriod
 	if kl.imageGCPeriod <= 0 {
@@ -229,12 +307,12 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		MinAge:               kc.ImageMinimumGCAge.Duration,
 	}, pause.ImageName, recorder, kl.nodeRef())
 	if err != nil {
-		return fmt.Errorf("image garbage collection: %w", err)
+		return nil, nil, fmt.Errorf("image garbage collection: %w", err)
 	}
 
 	thresholds, err := eviction.ParseThresholds(kc.EvictionHard)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	var memoryThreshold resource.Quantity
 	for _, t := range thresholds {
@@ -243,6 +321,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		}
 	}
 	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, runtimeService, imageService, podManager.GetPods)
+	kl.statsProvider = statsProvider
 	kl.eviction = eviction.NewManager(kl.podsToMeasure,
 		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod,
 		eviction.Config{
@@ -257,6 +336,10 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 			Node:               kl.nodeRef(),
 			Metrics:            nodeMetrics,
 		})
+	var pressure nodestatus.PressureSource = kl.eviction
+	if deps.Simulated {
+		kl.eviction, pressure = nil, nil
+	}
 	kl.nodeStatus = nodestatus.New(client, nodestatus.Config{
 		NodeName:               cfg.NodeName,
 		NodeIP:                 cfg.NodeIP,
@@ -273,10 +356,15 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		StatusReportFrequency:  kc.NodeStatusReportFrequency.Duration,
 		LeaseDuration:          time.Duration(kc.NodeLeaseDurationSeconds) * time.Second,
 		UpdateRuntimeUp:        kl.updateRuntimeUp,
-		Pressure:               kl.eviction,
+		Pressure:               pressure,
+		MachineInfo:            deps.MachineInfo,
+		Clock:                  clk,
 	}, runtime, kl.runtimeState, recorder)
-	kl.oomWatcher = oom.NewWatcher(recorder, kl.nodeRef())
-	kl.admitHandlers = []admission.PodAdmitHandler{kl.eviction, admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
+	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
+	if !deps.Simulated {
+		kl.oomWatcher = oom.NewWatcher(recorder, kl.nodeRef())
+		kl.admitHandlers = append([]admission.PodAdmitHandler{kl.eviction}, kl.admitHandlers...)
+	}
 	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
 
 	// The config sources, merged into one channel.
@@ -288,32 +376,18 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		config.NewSourceURL(ctx, cfg.ManifestURL, kc.StaticPodURLHeader, cfg.NodeName, kc.HTTPCheckFrequency.Duration, podConfig.Channel(ctx, kubetypes.HTTPSource))
 	}
 	nodeHasSynced := func() bool { _, err := kl.nodeStatus.GetNode(); return err == nil }
-	config.NewSourceApiserver(ctx, client, cfg.NodeName, nodeHasSynced, podConfig.Channel(ctx, kubetypes.ApiserverSource))
-	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
-
-	// The node API: logs, exec, attach, port-forward, the stats summary and metrics.
-	certFile, keyFile, err := cluster.EnsureNodeServing(cfg.PKIDir, cfg.NodeName, []net.IP{cfg.NodeIP})
-	if err != nil {
-		return fmt.Errorf("the node API's certificate: %w", err)
-	}
-	go func() {
-		err := server.Serve(ctx, server.ServerConfig{
-			Address:      net.JoinHostPort(kc.Address, fmt.Sprint(kc.Port)),
-			CertFile:     certFile,
-			KeyFile:      keyFile,
-			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
-			LogsDir:      cfg.LogsDir,
-			Summary:      statsProvider.Summary,
-			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService, nodeMetrics.Collectors()...),
-		}, podManager, runtime)
-		if err != nil && ctx.Err() == nil {
-			logger.Error(err, "The node API stopped")
+	source := deps.APIServerSource
+	if source == nil {
+		source = func(ctx context.Context, nodeName string, nodeHasSynced func() bool, updates chan<- interface{}) {
+			config.NewSourceApiserver(ctx, client, nodeName, nodeHasSynced, updates)
 		}
-	}()
-	if err := os.MkdirAll(kc.PodLogsDir, 0o755); err != nil {
-		return fmt.Errorf("creating the pod logs dir: %w", err)
 	}
-	return kl.Run(ctx, podConfig.Updates())
+	source(ctx, cfg.NodeName, nodeHasSynced, podConfig.Channel(ctx, kubetypes.ApiserverSource))
+	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
+	if err := os.MkdirAll(kc.PodLogsDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating the pod logs dir: %w", err)
+	}
+	return kl, podConfig.Updates(), nil
 }
 
 // PodCouldHaveRunningContainers tells the status manager whether a pod might still run, so

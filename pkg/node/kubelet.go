@@ -44,6 +44,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
+	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
@@ -78,6 +79,7 @@ type Kubelet struct {
 	eviction      *eviction.Manager
 	oomWatcher    *oom.Watcher
 	metrics       *metrics.Metrics
+	statsProvider *stats.Provider
 	// containerLogManager rotates the containers' logs.
 	containerLogManager *logs.Manager
 	imageGCPeriod       time.Duration
@@ -115,8 +117,12 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
 	go kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers)
 	go kl.every(ctx, kl.imageGCPeriod, kl.imageGarbageCollect)
-	go kl.eviction.Run(ctx)
-	go kl.containerLogManager.Run(ctx)
+	if kl.eviction != nil {
+		go kl.eviction.Run(ctx)
+	}
+	if kl.containerLogManager != nil {
+		go kl.containerLogManager.Run(ctx)
+	}
 	logger.Info("Starting kubelet main sync loop")
 	kl.syncLoop(ctx, updates)
 	return nil

@@ -67,7 +67,13 @@ func runApiserverSource(ctx context.Context, informer cache.SharedIndexInformer,
 		return
 	}
 	go informer.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+	relay(ctx, q, reg.HasSynced, updates)
+}
+
+// relay sends the queue's events to updates until ctx ends: once synced, a SET of what
+// the events so far leave, then incremental updates.
+func relay(ctx context.Context, q *podEventQueue, synced cache.InformerSynced, updates chan<- interface{}) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced) {
 		return
 	}
 	send := func(u types.PodUpdate) bool {

@@ -196,9 +196,38 @@ func podCgroupParent(root string, pod *v1.Pod) string {
 	return path.Join(base, "pod"+string(pod.UID))
 }
 
+// podCgroupParent is the pod's cgroup, or "" without pod cgroups.
+func (m *Manager) podCgroupParent(pod *v1.Pod) string {
+	if m.cfg.NoPodCgroups {
+		return ""
+	}
+	return podCgroupParent(m.cfg.CgroupRoot, pod)
+}
+
+// setUpPodCgroup creates the pod's cgroup under its QoS class's and sets the pod's limits
+// on it (and the minimum weight on the besteffort class).
+func (m *Manager) setUpPodCgroup(pod *v1.Pod, cgroupPath string) error {
+	if cgroupPath == "" {
+		return nil
+	}
+	if err := m.cgroups.ensure(cgroupPath); err != nil {
+		return err
+	}
+	if qos.PodQOSClass(pod) == v1.PodQOSBestEffort {
+		// The BestEffort class shares what the others leave: the minimum weight.
+		if err := m.cgroups.set(path.Dir(cgroupPath), cgroupResources{cpuShares: minShares}); err != nil {
+			return err
+		}
+	}
+	return m.cgroups.set(cgroupPath, m.podCgroupResources(pod))
+}
+
 // RemovePodCgroup removes the pod's cgroup once nothing of it runs (the lead's cleanup of a
 // terminated pod calls it, as the kubelet's pod container manager does).
 func (m *Manager) RemovePodCgroup(pod *v1.Pod) error {
+	if m.cfg.NoPodCgroups {
+		return nil
+	}
 	return m.cgroups.remove(podCgroupParent(m.cfg.CgroupRoot, pod))
 }
 

@@ -77,6 +77,9 @@ type Config struct {
 	CgroupDriver string
 	// CgroupRoot is the cgroup under which "kubepods" lives; default "/".
 	CgroupRoot string
+	// NoPodCgroups leaves pods in the runtime's default cgroup (the kubelet's
+	// cgroupsPerQOS: false): berth sim's runtime runs nothing on this machine.
+	NoPodCgroups bool
 	// SeccompDefault gives containers the runtime's default seccomp profile when their
 	// security context names none (otherwise they run unconfined), as the kubelet's
 	// seccompDefault.
@@ -220,10 +223,12 @@ func NewManager(cfg Config, rt internalapi.RuntimeService, img internalapi.Image
 			v1.ResourceMemory: *resource.NewQuantity(m.memoryCapacity, resource.BinarySI),
 		}
 	}
-	if m.cgroups, err = findCgroupMounts("/proc/self/mountinfo"); err != nil {
-		return nil, err
+	if !cfg.NoPodCgroups {
+		if m.cgroups, err = findCgroupMounts("/proc/self/mountinfo"); err != nil {
+			return nil, err
+		}
+		m.swapAccounting = m.cgroups.swapAccounting()
 	}
-	m.swapAccounting = m.cgroups.swapAccounting()
 	return m, nil
 }
 

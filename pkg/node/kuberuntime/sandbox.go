@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/berth-cluster/berth/pkg/qos"
 )
 
 // createPodSandbox is step 4's first half (seed 001: "创建sandbox 容器"): it writes the
@@ -28,17 +25,8 @@ func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uin
 	if err := os.MkdirAll(config.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Sprintf("Failed to create log directory for pod %q: %v", podDesc(pod), err), err
 	}
-	if err := m.cgroups.ensure(config.Linux.CgroupParent); err != nil {
+	if err := m.setUpPodCgroup(pod, config.Linux.CgroupParent); err != nil {
 		return "", nil, fmt.Sprintf("Failed to create the cgroup of pod %q: %v", podDesc(pod), err), err
-	}
-	if qos.PodQOSClass(pod) == v1.PodQOSBestEffort {
-		// The BestEffort class shares what the others leave: the minimum weight.
-		if err := m.cgroups.set(path.Dir(config.Linux.CgroupParent), cgroupResources{cpuShares: minShares}); err != nil {
-			return "", nil, fmt.Sprintf("Failed to set the resources of the besteffort cgroup: %v", err), err
-		}
-	}
-	if err := m.cgroups.set(config.Linux.CgroupParent, m.podCgroupResources(pod)); err != nil {
-		return "", nil, fmt.Sprintf("Failed to set the resources of pod %q's cgroup: %v", podDesc(pod), err), err
 	}
 	id, err := m.runtime.RunPodSandbox(ctx, config, runtimeHandler(pod))
 	if err != nil {
@@ -172,7 +160,7 @@ func toRuntimeProtocol(p v1.Protocol) runtimeapi.Protocol {
 // runtime's default seccomp profile whatever the containers ask, as the kubelet's does.
 func (m *Manager) generatePodSandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
 	lc := &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent: podCgroupParent(m.cfg.CgroupRoot, pod),
+		CgroupParent: m.podCgroupParent(pod),
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			Privileged:       hasPrivilegedContainer(pod),
 			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},

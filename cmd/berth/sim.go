@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-cluster/berth/pkg/cri/memory"
+	"github.com/berth-cluster/berth/pkg/sim"
+)
+
+func newSimCommand() *cobra.Command {
+	var kubeconfigPath, templatePath, dataDir, prefix string
+	var nodes, podsPerNode int
+	var pullDelay time.Duration
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run many simulated nodes: berth's real node agent on an in-memory runtime",
+		Long: `sim runs N node agents in this process, named sim-0001, sim-0002, ... Each is berth's
+real node agent (config source, syncLoop, pod workers, status manager, node status and Lease)
+on an in-memory CRI runtime, so the pods bound to these nodes go through the kubelet's logic
+and report real statuses and events, without containers. A pod's annotations script its
+containers (see pkg/cri/memory):
+
+  sim.berth.dev/run-seconds[.<container>]: "30"     exit after 30 s (default: run until stopped)
+  sim.berth.dev/exit-code[.<container>]: "1"        exit code of that exit (default 0)
+  sim.berth.dev/fail-start[.<container>]: "msg"     StartContainer fails with msg
+  sim.berth.dev/oom[.<container>]: "true"           end OOMKilled
+  sim.berth.dev/exec-exit-code: "1"                 exit code of exec probes
+
+Image names containing "fail-pull" fail to pull.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+			if err != nil {
+				return err
+			}
+			opts := sim.Options{Nodes: nodes, NamePrefix: prefix, PodsPerNode: podsPerNode, DataDir: dataDir,
+				Runtime: memory.Options{PullDelay: pullDelay}}
+			if templatePath != "" {
+				if opts.Template, err = readNodeTemplate(templatePath); err != nil {
+					return err
+				}
+			}
+			if opts.DataDir == "" {
+				if opts.DataDir, err = os.MkdirTemp("", "berth-sim-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(opts.DataDir)
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return sim.Run(ctx, restConfig, opts, nil)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the cluster")
+	fs.IntVar(&nodes, "nodes", 1, "how many nodes to simulate")
+	fs.StringVar(&templatePath, "node-template", "", "a Node (YAML or JSON) whose labels, taints and capacity every simulated node takes (default: 32 cpu, 256Gi memory, 1Ti ephemeral storage)")
+	fs.IntVar(&podsPerNode, "pods-per-node", 110, "pods capacity of each node, unless the template sets one")
+	fs.StringVar(&prefix, "name-prefix", "sim-", "prefix of the nodes' names")
+	fs.StringVar(&dataDir, "data-dir", "", "directory of the node agents' state (default: a temporary directory, removed at exit)")
+	fs.DurationVar(&pullDelay, "pull-delay", 0, "how long each simulated image pull takes")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// readNodeTemplate reads a Node from a YAML or JSON file; an error names the file and why.
+func readNodeTemplate(path string) (*v1.Node, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--node-template: %w", err)
+	}
+	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--node-template %s: %w", path, err)
+	}
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		return nil, fmt.Errorf("--node-template %s: kind %s, want a Node", path, gvk.Kind)
+	}
+	return n, nil
+}

@@ -1,0 +1,210 @@
+// Package sim runs many node agents in one process (berth sim): each is berth's real node
+// agent (config source, syncLoop, pod workers, SyncPod, status manager, node status and
+// Lease) built by node.NewKubelet on its own in-memory CRI runtime (pkg/cri/memory), so
+// schedulers, controllers and operators can be tested against thousands of nodes whose pods
+// really go through the kubelet's logic. What can be shared without changing behaviour is:
+// one API client connection, one event broadcaster, and one watch of bound pods fanned out
+// by node name (config.SharedApiserverSource). No behaviour is faked above the CRI.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-cluster/berth/pkg/cri/memory"
+	"github.com/berth-cluster/berth/pkg/node"
+	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
+)
+
+// SimulatedLabel marks simulated nodes (KWOK's nodes carry type=kwok the same way).
+const SimulatedLabel = "node.berth.dev/simulated"
+
+// Options say which nodes to simulate.
+type Options struct {
+	// Nodes is how many; they are named NamePrefix + a four-digit index from 1 (sim-0001).
+	Nodes      int
+	NamePrefix string
+	// Template gives every node its labels, annotations are ignored, taints and capacity
+	// (cpu, memory, ephemeral-storage, pods); nil is DefaultTemplate.
+	Template *v1.Node
+	// PodsPerNode is the pods capacity when the template sets none (110).
+	PodsPerNode int
+	// DataDir holds each node agent's directory (pods, logs): DataDir/<node>.
+	DataDir string
+	// Runtime shapes every node's runtime (pull delays, images); its PodCIDR is per node.
+	Runtime memory.Options
+	// QPS and Burst are the shared client's; 0 is 10000 and 20000.
+	QPS   float32
+	Burst int
+}
+
+// DefaultTemplate is a node as KWOK's default one: 32 cores, 256 GiB, 110 pods.
+func DefaultTemplate() *v1.Node {
+	return &v1.Node{Status: v1.NodeStatus{Capacity: v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("32"),
+		v1.ResourceMemory:           resource.MustParse("256Gi"),
+		v1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
+	}}}
+}
+
+// NodeName is the name of simulated node i (from 1).
+func NodeName(prefix string, i int) string { return fmt.Sprintf("%s%04d", prefix, i) }
+
+// podCIDR is node i's pod range: a /24 of 10.128.0.0/9, room for 32768 nodes.
+func podCIDR(i int) string { return fmt.Sprintf("10.%d.%d.0/24", 128+i/256, i%256) }
+
+// nodeIP is node i's InternalIP, in 172.16.0.0/12; nothing answers there.
+func nodeIP(i int) net.IP { return net.IPv4(172, byte(16+i/65536), byte(i/256%256), byte(i%256)) }
+
+// Run starts the simulated nodes against the API server restConfig reaches and blocks until
+// ctx ends, then waits for every node agent to stop. ready, if not nil, is called once all
+// are built and running.
+func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func()) error {
+	logger := klog.FromContext(ctx)
+	if opts.Nodes <= 0 {
+		return errors.New("--nodes must be at least 1")
+	}
+	if opts.NamePrefix == "" {
+		opts.NamePrefix = "sim-"
+	}
+	if opts.Template == nil {
+		opts.Template = DefaultTemplate()
+	}
+	if opts.PodsPerNode == 0 {
+		opts.PodsPerNode = 110
+	}
+	if opts.DataDir == "" {
+		return errors.New("a data dir is required")
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	restConfig.UserAgent = "berth-sim"
+	restConfig.QPS, restConfig.Burst = opts.QPS, opts.Burst
+	if restConfig.QPS == 0 {
+		restConfig.QPS, restConfig.Burst = 10000, 20000
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+
+	source := config.NewSharedApiserverSource(client)
+	go source.Run(ctx)
+	clk := clock.RealClock{}
+	machine, err := machineInfo(opts.Template)
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := 1; i <= opts.Nodes; i++ {
+		name := NodeName(opts.NamePrefix, i)
+		kl, updates, err := buildNode(ctx, name, i, opts, client, broadcaster, source, clk, machine)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		wg.Go(func() {
+			nodeCtx := klog.NewContext(ctx, logger.WithValues("node", name))
+			if err := kl.Run(nodeCtx, updates); err != nil {
+				logger.Error(err, "Simulated node agent stopped", "node", name)
+			}
+		})
+	}
+	logger.Info("Simulated nodes running", "nodes", opts.Nodes)
+	if ready != nil {
+		ready()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// buildNode makes node i's runtime and node agent.
+func buildNode(ctx context.Context, name string, i int, opts Options, client kubernetes.Interface, broadcaster record.EventBroadcaster,
+	source *config.SharedApiserverSource, clk clock.WithTicker, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
+	dataDir := filepath.Join(opts.DataDir, name)
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	rtOpts := opts.Runtime
+	rtOpts.Clock = clk
+	rtOpts.PodCIDR = podCIDR(i)
+	rtOpts.ImageFsMountpoint = dataDir
+	rt, err := memory.New(rtOpts)
+	if err != nil {
+		return nil, nil, err
+	}
+	kc, err := node.LoadKubeletConfiguration("")
+	if err != nil {
+		return nil, nil, err
+	}
+	kc.MaxPods = int32(opts.PodsPerNode)
+	if pods, ok := opts.Template.Status.Capacity[v1.ResourcePods]; ok {
+		kc.MaxPods = int32(pods.Value())
+	}
+	kc.PodLogsDir = filepath.Join(dataDir, "logs")
+	kc.RegisterWithTaints = opts.Template.Spec.Taints
+	labels := map[string]string{SimulatedLabel: "true"}
+	for k, v := range opts.Template.Labels {
+		labels[k] = v
+	}
+	m := machine
+	m.MachineID, m.SystemUUID = name, name
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: name})
+	kl, updates, err := node.NewKubelet(ctx, node.Config{
+		NodeName: name,
+		NodeIP:   nodeIP(i),
+		PodCIDR:  podCIDR(i),
+		DataDir:  dataDir,
+		Kubelet:  kc,
+		Labels:   labels,
+	}, kc, node.Dependencies{
+		Client:          client,
+		Recorder:        recorder,
+		Runtime:         rt,
+		Images:          rt,
+		APIServerSource: source.Source,
+		MachineInfo:     func() (*nodestatus.MachineInfo, error) { return &m, nil },
+		Simulated:       true,
+		Clock:           clk,
+	})
+	return kl, updates, err
+}
+
+// machineInfo is what every simulated node reports of its machine: the template's
+// capacity, and this machine's kernel and OS.
+func machineInfo(template *v1.Node) (nodestatus.MachineInfo, error) {
+	host, err := nodestatus.ReadMachineInfo(os.TempDir())
+	if err != nil {
+		return nodestatus.MachineInfo{}, err
+	}
+	c := template.Status.Capacity
+	return nodestatus.MachineInfo{
+		NumCores:       int(c.Cpu().Value()),
+		MemoryCapacity: c.Memory().Value(),
+		RootfsCapacity: c.StorageEphemeral().Value(),
+		BootID:         host.BootID,
+		KernelVersion:  host.KernelVersion,
+		OSImage:        host.OSImage,
+	}, nil
+}
