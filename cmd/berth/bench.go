@@ -37,7 +37,8 @@ func newBenchCommand() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (for scenarios that run the cluster in process) to this file")
-	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand(), newBenchCRICommand())
+	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand(), newBenchCRICommand(),
+		newBenchDensityCommand(), newBenchChurnCommand())
 	return cmd
 }
 
@@ -114,5 +115,45 @@ func newBenchStartupCommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.Pods, "pods", 1, "pods created at once")
 	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "how many times to create them (deleting them in between)")
 	cmd.Flags().StringVar(&o.Image, "image", "", "image of the pods' container, already on the node (default: berth's sandbox image)")
+	return cmd
+}
+
+func newBenchDensityCommand() *cobra.Command {
+	var o bench.DensityOptions
+	cmd := &cobra.Command{
+		Use:   "density",
+		Short: "Pods created on simulated nodes (berth sim): time until all Running, pods/s end to end, peak memory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunDensity(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster to load, with a scheduler (default: start berth up in a temporary directory); berth sim is started against it")
+	cmd.Flags().IntVar(&o.Nodes, "nodes", 100, "simulated nodes")
+	cmd.Flags().IntVar(&o.Pods, "pods", 1000, "pods to create")
+	cmd.Flags().IntVar(&o.Creators, "creators", 32, "goroutines creating pods at once")
+	return cmd
+}
+
+func newBenchChurnCommand() *cobra.Command {
+	var o bench.ChurnOptions
+	cmd := &cobra.Command{
+		Use:   "churn",
+		Short: "Create and delete pods on simulated nodes at a rate for a while: nothing lost or stuck, memory and goroutines back to their baseline",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunChurn(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster to load, with a scheduler (default: start berth up in a temporary directory); berth sim is started against it")
+	cmd.Flags().IntVar(&o.Nodes, "nodes", 100, "simulated nodes")
+	cmd.Flags().DurationVar(&o.Duration, "duration", time.Minute, "how long to create pods")
+	cmd.Flags().Float64Var(&o.Rate, "rate", 50, "pods created (and deleted) per second")
+	cmd.Flags().DurationVar(&o.Lifetime, "lifetime", 30*time.Second, "how long after its creation each pod is deleted")
+	cmd.Flags().DurationVar(&o.Settle, "settle", 2*time.Minute, "how long to wait after the last deletion before reading memory and goroutines again")
 	return cmd
 }

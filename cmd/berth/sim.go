@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -15,7 +21,7 @@ import (
 )
 
 func newSimCommand() *cobra.Command {
-	var kubeconfigPath, templatePath, dataDir, prefix string
+	var kubeconfigPath, templatePath, dataDir, prefix, metricsAddress string
 	var nodes, podsPerNode int
 	var pullDelay time.Duration
 	cmd := &cobra.Command{
@@ -55,6 +61,11 @@ Image names containing "fail-pull" fail to pull.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			if metricsAddress != "" {
+				if err := serveProcessMetrics(ctx, metricsAddress); err != nil {
+					return err
+				}
+			}
 			return sim.Run(ctx, restConfig, opts, nil)
 		},
 	}
@@ -66,8 +77,29 @@ Image names containing "fail-pull" fail to pull.`,
 	fs.StringVar(&prefix, "name-prefix", "sim-", "prefix of the nodes' names")
 	fs.StringVar(&dataDir, "data-dir", "", "directory of the node agents' state (default: a temporary directory, removed at exit)")
 	fs.DurationVar(&pullDelay, "pull-delay", 0, "how long each simulated image pull takes")
+	fs.StringVar(&metricsAddress, "metrics-address", "", "address to serve this process's Go runtime metrics on (/metrics: goroutines, heap), for benchmarks")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
+}
+
+// serveProcessMetrics serves the Go runtime's and the process's metrics on address until
+// ctx ends.
+func serveProcessMetrics(ctx context.Context, address string) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("--metrics-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return nil
 }
 
 // readNodeTemplate reads a Node from a YAML or JSON file; an error names the file and why.

@@ -33,6 +33,9 @@ import (
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
 
+// maxBroadcasters bounds the event broadcasters (each a queue and a writer goroutine).
+const maxBroadcasters = 256
+
 // SimulatedLabel marks simulated nodes (KWOK's nodes carry type=kwok the same way).
 const SimulatedLabel = "node.berth.dev/simulated"
 
@@ -104,9 +107,15 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	if err != nil {
 		return err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
+	// A broadcaster queues at most 1,000 events and writes them one at a time; a real node
+	// has one of its own. Simulated nodes share a pool, so that a burst of pods on many nodes
+	// does not overflow one queue and lose events.
+	broadcasters := make([]record.EventBroadcaster, min(opts.Nodes, maxBroadcasters))
+	for i := range broadcasters {
+		broadcasters[i] = record.NewBroadcaster(record.WithContext(ctx))
+		broadcasters[i].StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		defer broadcasters[i].Shutdown()
+	}
 
 	source := config.NewSharedApiserverSource(client)
 	go source.Run(ctx)
@@ -120,7 +129,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	defer wg.Wait()
 	for i := 1; i <= opts.Nodes; i++ {
 		name := NodeName(opts.NamePrefix, i)
-		kl, updates, err := buildNode(ctx, name, i, opts, client, broadcaster, source, clk, machine)
+		kl, updates, err := buildNode(ctx, name, i, opts, client, broadcasters[i%len(broadcasters)], source, clk, machine)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}

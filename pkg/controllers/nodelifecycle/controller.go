@@ -118,7 +118,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 	if err := c.doNoScheduleTaintingPass(ctx, name); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Tainting a node by its conditions failed", "node", name)
+		if apierrors.IsConflict(err) {
+			// The node agent updated its status meanwhile: retry from the cache, quietly.
+			klog.FromContext(ctx).V(4).Info("Node changed while tainting it; retrying", "node", name)
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Tainting a node by its conditions failed", "node", name)
+		}
 		c.queue.AddRateLimited(name)
 		return true
 	}

@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// DensityOptions configure the density scenario.
+type DensityOptions struct {
+	// Kubeconfig names a cluster (with a scheduler); empty starts `berth up` in a temporary
+	// directory. Either way the scenario starts `berth sim` with Nodes nodes against it.
+	Kubeconfig string
+	Nodes      int
+	Pods       int
+	// Creators is how many goroutines create pods at once.
+	Creators int
+}
+
+// RunDensity creates Pods pods on Nodes simulated nodes (berth's real node agent on the
+// in-memory runtime) and measures the time until all are Running, pods per second end to
+// end (first create to last Running), each pod's create → Running latency, and the peak
+// memory of berth up and berth sim.
+func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
+	t, err := connect(ctx, o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer t.stop()
+	s, nodesReady, err := startSim(ctx, t, t.kubeconfigPath(o.Kubeconfig), o.Nodes)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	ns, err := benchNamespace(ctx, t)
+	if err != nil {
+		return err
+	}
+	if o.Kubeconfig != "" {
+		defer t.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}
+
+	list, err := t.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	resourceVersion := list.ResourceVersion
+	w, err := t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion})
+	if err != nil {
+		return err
+	}
+	defer func() { w.Stop() }()
+
+	var mu sync.Mutex
+	created := make(map[string]time.Time, o.Pods)
+	latency := &latencies{name: "create → Running"}
+	start := time.Now()
+	createErr := make(chan error, 1)
+	go func() {
+		createErr <- parallel(ctx, o.Pods, o.Creators, func(i int) error {
+			name := fmt.Sprintf("pod-%06d", i)
+			mu.Lock()
+			created[name] = time.Now()
+			mu.Unlock()
+			_, err := t.client.CoreV1().Pods(ns).Create(ctx, benchPod(name), metav1.CreateOptions{})
+			return err
+		})
+	}()
+	running := 0
+	var last time.Time
+	timeout := time.After(time.Duration(o.Pods)*50*time.Millisecond + 5*time.Minute)
+	for running < o.Pods {
+		select {
+		case err := <-createErr:
+			if err != nil {
+				return fmt.Errorf("creating pods: %w", err)
+			}
+			createErr = nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if w, err = t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion}); err != nil {
+					return fmt.Errorf("resuming the watch after %d Running pods: %w", running, err)
+				}
+				continue
+			}
+			if ev.Type == watch.Error {
+				return fmt.Errorf("the watch failed after %d Running pods: %v", running, ev.Object)
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			resourceVersion = pod.ResourceVersion
+			if pod.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			mu.Lock()
+			c, seen := created[pod.Name]
+			delete(created, pod.Name)
+			mu.Unlock()
+			if !seen {
+				continue
+			}
+			last = time.Now()
+			latency.add(last.Sub(c))
+			running++
+		case <-timeout:
+			return fmt.Errorf("only %d of %d pods Running in time", running, o.Pods)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	elapsed := last.Sub(start)
+	rate := float64(o.Pods) / elapsed.Seconds()
+	upPeak, simPeak := t.peakRSSBytes(), s.peakRSSBytes()
+
+	fmt.Fprintf(out, "density: %d pods on %d simulated nodes (berth's node agent on the in-memory runtime)\n", o.Pods, o.Nodes)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "nodes Ready after\t%.1f s\t\n", nodesReady.Seconds())
+	fmt.Fprintf(tw, "all pods Running after\t%.1f s\t\n", elapsed.Seconds())
+	fmt.Fprintf(tw, "end to end\t%.0f pods/s\t\n", rate)
+	if upPeak > 0 {
+		fmt.Fprintf(tw, "berth up peak RSS\t%.0f MiB\t\n", mib(upPeak))
+	}
+	fmt.Fprintf(tw, "berth sim peak RSS\t%.0f MiB\t\n", mib(simPeak))
+	tw.Flush()
+	printTable(out, []*latencies{latency})
+	result := map[string]interface{}{
+		"scenario": "density", "nodes": o.Nodes, "pods": o.Pods,
+		"nodes_ready_s": nodesReady.Seconds(), "all_running_s": elapsed.Seconds(), "pods_per_second": rate,
+		"latency_p50_ms": ms(latency.quantile(0.5)), "latency_p99_ms": ms(latency.quantile(0.99)),
+		"sim_peak_rss_bytes": simPeak,
+	}
+	if upPeak > 0 {
+		result["up_peak_rss_bytes"] = upPeak
+	}
+	return printJSON(out, result)
+}

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/berth-cluster/berth/pkg/sim"
+)
+
+// simProcess is a `berth sim` child: the simulated nodes a scenario loads.
+type simProcess struct {
+	cmd        *exec.Cmd
+	dir        string
+	metricsURL string
+}
+
+// kubeconfigPath is the kubeconfig a scenario's own processes use: the one it was given,
+// else the started cluster's.
+func (t *target) kubeconfigPath(given string) string {
+	if given != "" {
+		return given
+	}
+	return filepath.Join(t.dir, "admin.kubeconfig")
+}
+
+// startSim runs `berth sim` (this very binary) with n nodes against kubeconfig, and waits
+// until all of them are Ready.
+func startSim(ctx context.Context, t *target, kubeconfig string, n int) (*simProcess, time.Duration, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	dir, err := tempDir()
+	if err != nil {
+		return nil, 0, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "sim.log"))
+	if err != nil {
+		return nil, 0, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(self, "sim", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(n),
+		"--data-dir", filepath.Join(dir, "nodes"), "--metrics-address", addr)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("starting berth sim: %w", err)
+	}
+	s := &simProcess{cmd: cmd, dir: dir, metricsURL: "http://" + addr + "/metrics"}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes, err := t.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.SimulatedLabel + "=true"})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, node := range nodes.Items {
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready >= n, nil
+	})
+	if err != nil {
+		s.stop()
+		return nil, 0, fmt.Errorf("%d simulated nodes did not all become Ready (log in %s): %w", n, logFile.Name(), err)
+	}
+	return s, time.Since(start), nil
+}
+
+// stop ends berth sim and removes its directory.
+func (s *simProcess) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	os.RemoveAll(s.dir)
+}
+
+func (s *simProcess) peakRSSBytes() int64 { return processRSS(s.cmd.Process.Pid, "VmHWM") }
+func (s *simProcess) rssBytes() int64     { return processRSS(s.cmd.Process.Pid, "VmRSS") }
+
+// goRuntime are a Go process's goroutines and live heap, from its /metrics.
+type goRuntime struct {
+	Goroutines int64
+	HeapInuse  int64
+}
+
+func parseGoRuntime(r io.Reader) goRuntime {
+	var g goRuntime
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		name, value, ok := strings.Cut(s.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		switch name {
+		case "go_goroutines":
+			g.Goroutines = int64(v)
+		case "go_memstats_heap_inuse_bytes":
+			g.HeapInuse = int64(v)
+		}
+	}
+	return g
+}
+
+// runtimeOf reads berth sim's goroutines and heap.
+func (s *simProcess) runtime(ctx context.Context) (goRuntime, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.metricsURL, nil)
+	if err != nil {
+		return goRuntime{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return goRuntime{}, fmt.Errorf("reading berth sim's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	return parseGoRuntime(resp.Body), nil
+}
+
+// runtime reads the API server's (berth up's) goroutines and heap from its /metrics.
+func (t *target) runtime(ctx context.Context) (goRuntime, error) {
+	body, err := t.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return goRuntime{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseGoRuntime(strings.NewReader(string(body))), nil
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
