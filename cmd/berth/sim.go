@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -77,7 +78,7 @@ Image names containing "fail-pull" fail to pull.`,
 	fs.StringVar(&prefix, "name-prefix", "sim-", "prefix of the nodes' names")
 	fs.StringVar(&dataDir, "data-dir", "", "directory of the node agents' state (default: a temporary directory, removed at exit)")
 	fs.DurationVar(&pullDelay, "pull-delay", 0, "how long each simulated image pull takes")
-	fs.StringVar(&metricsAddress, "metrics-address", "", "address to serve this process's Go runtime metrics on (/metrics: goroutines, heap), for benchmarks")
+	fs.StringVar(&metricsAddress, "metrics-address", "", "address to serve this process's Go runtime metrics (/metrics: goroutines, heap) and profiles (/debug/pprof/) on, for benchmarks")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
@@ -93,6 +94,8 @@ func serveProcessMetrics(ctx context.Context, address string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	go func() {

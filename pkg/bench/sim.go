@@ -66,6 +66,7 @@ func startSim(ctx context.Context, t *target, kubeconfig string, n int) (*simPro
 		return nil, 0, fmt.Errorf("starting berth sim: %w", err)
 	}
 	s := &simProcess{cmd: cmd, dir: dir, metricsURL: "http://" + addr + "/metrics"}
+	fmt.Fprintf(os.Stderr, "berth sim: pid %d, log %s, metrics and profiles at http://%s/\n", cmd.Process.Pid, logFile.Name(), addr)
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		nodes, err := t.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.SimulatedLabel + "=true"})
 		if err != nil {

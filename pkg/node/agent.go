@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -202,6 +203,9 @@ type Dependencies struct {
 	// APIServerSource sends the pods bound to the node (config.NewSourceApiserver's
 	// contract); nil is a watch of the node's own.
 	APIServerSource func(ctx context.Context, nodeName string, nodeHasSynced func() bool, updates chan<- interface{})
+	// Nodes is a shared informer of Nodes including this one, run by the caller; nil: the
+	// node status controller watches its own Node.
+	Nodes coreinformers.NodeInformer
 	// MachineInfo describes the node; nil reads this machine.
 	MachineInfo func() (*nodestatus.MachineInfo, error)
 	// Simulated says the runtime runs nothing on this machine (berth's in-memory runtime):
@@ -359,6 +363,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		Pressure:               pressure,
 		MachineInfo:            deps.MachineInfo,
 		Clock:                  clk,
+		Nodes:                  deps.Nodes,
 	}, runtime, kl.runtimeState, recorder)
 	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
 	if !deps.Simulated {

@@ -15,9 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -33,8 +37,14 @@ import (
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
 
+// nodesPerConnection is how many simulated nodes share one connection to the API server.
+const nodesPerConnection = 50
+
 // maxBroadcasters bounds the event broadcasters (each a queue and a writer goroutine).
 const maxBroadcasters = 256
+
+// ClusterDNS is the simulated nodes' clusterDNS (kube-dns's usual Service IP).
+const ClusterDNS = "10.96.0.10"
 
 // SimulatedLabel marks simulated nodes (KWOK's nodes carry type=kwok the same way).
 const SimulatedLabel = "node.berth.dev/simulated"
@@ -103,22 +113,39 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	if restConfig.QPS == 0 {
 		restConfig.QPS, restConfig.Burst = 10000, 20000
 	}
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
+	// One HTTP/2 connection carries at most 250 requests at once (the server's stream
+	// limit); a real node has a connection of its own. Each group of nodesPerConnection
+	// nodes shares one: a Dial of its own gives a client its own connection.
+	clients := make([]kubernetes.Interface, (opts.Nodes+nodesPerConnection-1)/nodesPerConnection)
+	for i := range clients {
+		c := rest.CopyConfig(restConfig)
+		c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		var err error
+		if clients[i], err = kubernetes.NewForConfig(c); err != nil {
+			return err
+		}
 	}
+	client := clients[0]
 	// A broadcaster queues at most 1,000 events and writes them one at a time; a real node
 	// has one of its own. Simulated nodes share a pool, so that a burst of pods on many nodes
 	// does not overflow one queue and lose events.
 	broadcasters := make([]record.EventBroadcaster, min(opts.Nodes, maxBroadcasters))
 	for i := range broadcasters {
 		broadcasters[i] = record.NewBroadcaster(record.WithContext(ctx))
-		broadcasters[i].StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		broadcasters[i].StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients[i%len(clients)].CoreV1().Events("")})
 		defer broadcasters[i].Shutdown()
 	}
 
 	source := config.NewSharedApiserverSource(client)
 	go source.Run(ctx)
+	// One watch of the simulated Nodes serves every node status controller.
+	nodeInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = SimulatedLabel + "=true"
+	}))
+	nodes := nodeInformers.Core().V1().Nodes()
+	nodes.Informer()
+	nodeInformers.Start(ctx.Done())
+	defer nodeInformers.Shutdown()
 	clk := clock.RealClock{}
 	machine, err := machineInfo(opts.Template)
 	if err != nil {
@@ -129,7 +156,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	defer wg.Wait()
 	for i := 1; i <= opts.Nodes; i++ {
 		name := NodeName(opts.NamePrefix, i)
-		kl, updates, err := buildNode(ctx, name, i, opts, client, broadcasters[i%len(broadcasters)], source, clk, machine)
+		kl, updates, err := buildNode(ctx, name, i, opts, clients[(i-1)/nodesPerConnection], broadcasters[i%len(broadcasters)], source, nodes, clk, machine)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -150,7 +177,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 
 // buildNode makes node i's runtime and node agent.
 func buildNode(ctx context.Context, name string, i int, opts Options, client kubernetes.Interface, broadcaster record.EventBroadcaster,
-	source *config.SharedApiserverSource, clk clock.WithTicker, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
+	source *config.SharedApiserverSource, nodes coreinformers.NodeInformer, clk clock.WithTicker, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
 	dataDir := filepath.Join(opts.DataDir, name)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, nil, err
@@ -172,6 +199,9 @@ func buildNode(ctx context.Context, name string, i int, opts Options, client kub
 		kc.MaxPods = int32(pods.Value())
 	}
 	kc.PodLogsDir = filepath.Join(dataDir, "logs")
+	// The conventional cluster DNS address: as on a cluster that runs DNS, ClusterFirst pods
+	// resolve through it (and no MissingClusterDNS warning is recorded for every pod).
+	kc.ClusterDNS = []string{ClusterDNS}
 	kc.RegisterWithTaints = opts.Template.Spec.Taints
 	labels := map[string]string{SimulatedLabel: "true"}
 	for k, v := range opts.Template.Labels {
@@ -193,6 +223,7 @@ func buildNode(ctx context.Context, name string, i int, opts Options, client kub
 		Runtime:         rt,
 		Images:          rt,
 		APIServerSource: source.Source,
+		Nodes:           nodes,
 		MachineInfo:     func() (*nodestatus.MachineInfo, error) { return &m, nil },
 		Simulated:       true,
 		Clock:           clk,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -103,6 +104,9 @@ type Config struct {
 	MachineInfo func() (*MachineInfo, error)
 	// Clock is the time; nil is the real clock.
 	Clock clock.WithTicker
+	// Nodes is a shared informer of Nodes that includes this one, run by the caller (berth
+	// sim shares one among its nodes); nil: the Controller watches its own Node.
+	Nodes coreinformers.NodeInformer
 }
 
 func (c *Config) complete() {
@@ -165,7 +169,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 
-	informers  informers.SharedInformerFactory
+	informers  informers.SharedInformerFactory // nil with a shared Nodes informer
 	nodeLister corelisters.NodeLister
 	nodeSynced cache.InformerSynced
 	started    chan struct{} // closed once the informer runs
@@ -184,10 +188,14 @@ type Controller struct {
 // New returns the controller of the node cfg names.
 func New(client kubernetes.Interface, cfg Config, runtime container.Runtime, runtimeState *RuntimeState, recorder record.EventRecorder) *Controller {
 	cfg.complete()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
-	}))
-	nodes := factory.Core().V1().Nodes()
+	var factory informers.SharedInformerFactory
+	nodes := cfg.Nodes
+	if nodes == nil {
+		factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+		}))
+		nodes = factory.Core().V1().Nodes()
+	}
 	c := &Controller{
 		client:     client,
 		cfg:        cfg,
@@ -213,9 +221,11 @@ func New(client kubernetes.Interface, cfg Config, runtime container.Runtime, run
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	c.recorder.Eventf(c.nodeRef(), v1.EventTypeNormal, "Starting", "Starting kubelet.")
-	c.informers.Start(ctx.Done())
+	if c.informers != nil {
+		c.informers.Start(ctx.Done())
+		defer c.informers.Shutdown()
+	}
 	close(c.started)
-	defer c.informers.Shutdown()
 
 	c.mu.Lock()
 	c.registerWithAPIServer(ctx)
