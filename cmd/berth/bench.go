@@ -134,6 +134,7 @@ func newBenchDensityCommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.Nodes, "nodes", 100, "simulated nodes")
 	cmd.Flags().IntVar(&o.Pods, "pods", 1000, "pods to create")
 	cmd.Flags().IntVar(&o.Creators, "creators", 32, "goroutines creating pods at once")
+	cmd.Flags().DurationVar(&o.Hold, "hold", 0, "after all are Running, keep them for this long, checking every 10 s that every node is Ready with a fresh Lease and every pod Running")
 	return cmd
 }
 

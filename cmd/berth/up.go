@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/controllers"
@@ -89,7 +91,16 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 					return controllers.Run(ctx, admin, controllers.Options{LeaderElect: true, Identity: upIdentity()})
 				},
 				func(ctx context.Context, admin *rest.Config) error {
-					return scheduler.Run(ctx, admin, schedulerConfig, scheduler.ServerOptions{Address: f.schedulerAddress, Identity: upIdentity()})
+					// A scheduler that loses its Lease (say, the API server answered its
+					// renewal too late) campaigns again, as the controllers do, rather than
+					// leaving the cluster without one.
+					for {
+						err := scheduler.Run(ctx, admin, schedulerConfig, scheduler.ServerOptions{Address: f.schedulerAddress, Identity: upIdentity()})
+						if ctx.Err() != nil || !errors.Is(err, scheduler.ErrLeaderElectionLost) {
+							return err
+						}
+						klog.FromContext(ctx).Info("The scheduler lost its Lease; campaigning again")
+					}
 				},
 			}
 			if f.runNode {

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/berth-cluster/berth/pkg/sim"
 )
 
 // DensityOptions configure the density scenario.
@@ -22,6 +24,9 @@ type DensityOptions struct {
 	Pods       int
 	// Creators is how many goroutines create pods at once.
 	Creators int
+	// Hold is how long to keep the pods running afterwards, checking every 10 s that every
+	// node is Ready, every node Lease renewed within its duration, and every pod Running.
+	Hold time.Duration
 }
 
 // RunDensity creates Pods pods on Nodes simulated nodes (berth's real node agent on the
@@ -62,6 +67,7 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 	created := make(map[string]time.Time, o.Pods)
 	latency := &latencies{name: "create → Running"}
 	start := time.Now()
+	cpuBefore := cpuNow(t, s)
 	createErr := make(chan error, 1)
 	go func() {
 		createErr <- parallel(ctx, o.Pods, o.Creators, func(i int) error {
@@ -118,7 +124,14 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 		}
 	}
 	elapsed := last.Sub(start)
+	used := cpuNow(t, s).since(cpuBefore)
 	rate := float64(o.Pods) / elapsed.Seconds()
+	var held holdResult
+	if o.Hold > 0 {
+		if held, err = hold(ctx, t, ns, o.Nodes, o.Pods, o.Hold); err != nil {
+			return err
+		}
+	}
 	upPeak, simPeak := t.peakRSSBytes(), s.peakRSSBytes()
 
 	fmt.Fprintf(out, "density: %d pods on %d simulated nodes (berth's node agent on the in-memory runtime)\n", o.Pods, o.Nodes)
@@ -130,16 +143,89 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 		fmt.Fprintf(tw, "berth up peak RSS\t%.0f MiB\t\n", mib(upPeak))
 	}
 	fmt.Fprintf(tw, "berth sim peak RSS\t%.0f MiB\t\n", mib(simPeak))
+	if t.child != nil {
+		fmt.Fprintf(tw, "CPU per pod: berth up\t%.2f ms\t\n", ms(used.up)/float64(o.Pods))
+	}
+	fmt.Fprintf(tw, "CPU per pod: berth sim\t%.2f ms\t\n", ms(used.sim)/float64(o.Pods))
+	fmt.Fprintf(tw, "CPU per pod: this benchmark\t%.2f ms\t\n", ms(used.self)/float64(o.Pods))
+	if o.Hold > 0 {
+		fmt.Fprintf(tw, "held for\t%s\t\n", o.Hold)
+		fmt.Fprintf(tw, "fewest nodes Ready in a check\t%d of %d\t\n", held.minReady, o.Nodes)
+		fmt.Fprintf(tw, "oldest Lease renewal seen\t%.1f s\t\n", held.maxLeaseAge.Seconds())
+		fmt.Fprintf(tw, "fewest pods Running in a check\t%d of %d\t\n", held.minRunning, o.Pods)
+	}
 	tw.Flush()
 	printTable(out, []*latencies{latency})
 	result := map[string]interface{}{
 		"scenario": "density", "nodes": o.Nodes, "pods": o.Pods,
 		"nodes_ready_s": nodesReady.Seconds(), "all_running_s": elapsed.Seconds(), "pods_per_second": rate,
 		"latency_p50_ms": ms(latency.quantile(0.5)), "latency_p99_ms": ms(latency.quantile(0.99)),
-		"sim_peak_rss_bytes": simPeak,
+		"sim_peak_rss_bytes": simPeak, "sim_cpu_s": used.sim.Seconds(), "bench_cpu_s": used.self.Seconds(),
+	}
+	if o.Hold > 0 {
+		result["hold_s"] = o.Hold.Seconds()
+		result["hold_min_nodes_ready"] = held.minReady
+		result["hold_max_lease_age_s"] = held.maxLeaseAge.Seconds()
+		result["hold_min_pods_running"] = held.minRunning
 	}
 	if upPeak > 0 {
 		result["up_peak_rss_bytes"] = upPeak
+		result["up_cpu_s"] = used.up.Seconds()
 	}
 	return printJSON(out, result)
+}
+
+// holdResult is the worst a hold saw.
+type holdResult struct {
+	minReady, minRunning int
+	maxLeaseAge          time.Duration
+}
+
+// hold checks every 10 s for d that the simulated nodes are Ready with fresh Leases and the
+// pods in ns Running.
+func hold(ctx context.Context, t *target, ns string, nodes, pods int, d time.Duration) (holdResult, error) {
+	r := holdResult{minReady: nodes, minRunning: pods}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+		nodeList, err := t.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.SimulatedLabel + "=true", ResourceVersion: "0"})
+		if err != nil {
+			return r, err
+		}
+		ready := 0
+		for _, n := range nodeList.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		r.minReady = min(r.minReady, ready)
+		leases, err := t.client.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return r, err
+		}
+		now := time.Now()
+		for _, l := range leases.Items {
+			if l.Spec.RenewTime != nil {
+				r.maxLeaseAge = max(r.maxLeaseAge, now.Sub(l.Spec.RenewTime.Time))
+			}
+		}
+		podList, err := t.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return r, err
+		}
+		running := 0
+		for _, p := range podList.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		r.minRunning = min(r.minRunning, running)
+	}
+	return r, nil
 }

@@ -156,3 +156,37 @@ func (t *target) runtime(ctx context.Context) (goRuntime, error) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// processCPU is the CPU time a process has used so far (user and system), from /proc.
+func processCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (in parentheses, which may hold spaces): utime and stime
+	// are the 14th and 15th fields, in clock ticks of 1/100 s.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// cpu is the CPU time of the scenario's own processes: berth up (when it started one),
+// berth sim, and the scenario itself.
+type cpu struct{ up, sim, self time.Duration }
+
+func cpuNow(t *target, s *simProcess) cpu {
+	c := cpu{sim: processCPU(s.cmd.Process.Pid), self: processCPU(os.Getpid())}
+	if t.child != nil {
+		c.up = processCPU(t.child.Process.Pid)
+	}
+	return c
+}
+
+func (c cpu) since(before cpu) cpu {
+	return cpu{up: c.up - before.up, sim: c.sim - before.sim, self: c.self - before.self}
+}

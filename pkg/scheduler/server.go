@@ -36,6 +36,10 @@ type ServerOptions struct {
 	Ready chan<- struct{}
 }
 
+// ErrLeaderElectionLost is Run's error when another instance took the Lease, or this one
+// could not renew it in time (an overloaded API server).
+var ErrLeaderElectionLost = errors.New("leader election lost")
+
 // Run runs a scheduler against the API server until ctx ends: it builds the scheduler, starts
 // the informers, and schedules while it holds the leader Lease (at once without election).
 // Losing the Lease is an error, as for kube-scheduler, so that a supervisor restarts it.
@@ -77,8 +81,12 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 		}
 		defer stop()
 	}
-	factory.Start(ctx.Done())
+	// The informers stop when Run returns (Shutdown waits for them), also when it returns
+	// because the Lease was lost while ctx goes on.
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	factory.Start(informersCtx.Done())
 	defer factory.Shutdown()
+	defer stopInformers()
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer for %v did not sync", typ)
@@ -108,7 +116,6 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 	if err != nil {
 		return fmt.Errorf("leader election lock: %w", err)
 	}
-	lost := errors.New("leader election lost")
 	var result error
 	leCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -126,7 +133,7 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 			},
 			OnStoppedLeading: func() {
 				if ctx.Err() == nil {
-					result = lost
+					result = ErrLeaderElectionLost
 				}
 				cancel()
 			},

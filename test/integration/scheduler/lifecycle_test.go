@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
@@ -247,6 +249,52 @@ func TestLeaderElection(t *testing.T) {
 	}
 	createPod(t, ctx, c.Client, ns, st.MakePod().Name("second").Obj())
 	waitForNode(t, ctx, c.Client, ns, "second", 10*time.Second)
+}
+
+// TestLeaderElectionLost: a scheduler whose Lease is taken from it stops and returns
+// ErrLeaderElectionLost (berth up then campaigns again), rather than hanging with its
+// informers running.
+func TestLeaderElectionLost(t *testing.T) {
+	c := framework.Start(t)
+	ctx := testContext(t)
+	cfg, err := config.Complete(&configv1.KubeSchedulerConfiguration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- scheduler.Run(ctx, rest.CopyConfig(c.Config), cfg, scheduler.ServerOptions{Identity: "victim", Ready: ready})
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the scheduler never led")
+	}
+	// Another instance takes the Lease for a long time.
+	leases := c.Client.CoordinationV1().Leases("kube-system")
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(ctx, "kube-scheduler", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		lease.Spec.HolderIdentity = ptr.To("thief")
+		lease.Spec.LeaseDurationSeconds = ptr.To[int32](3600)
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, scheduler.ErrLeaderElectionLost) {
+			t.Errorf("Run returned %v, want ErrLeaderElectionLost", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the scheduler did not return after losing its Lease")
+	}
 }
 
 func holder(l *coordinationv1.Lease) string {
