@@ -232,6 +232,9 @@ func watchChurn(ctx context.Context, t *target, ns, resourceVersion string, mu *
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Error {
 				w.Stop()
+				if ctx.Err() != nil {
+					return nil // stopped by the scenario
+				}
 				return fmt.Errorf("the watch of the churned pods failed: %v", ev.Object)
 			}
 			pod, ok := ev.Object.(*corev1.Pod)
