@@ -42,23 +42,11 @@ func RunChurn(ctx context.Context, out io.Writer, o ChurnOptions) error {
 	if o.Rate <= 0 || o.Duration <= 0 {
 		return fmt.Errorf("--rate and --duration must be positive")
 	}
-	t, err := connect(ctx, o.Kubeconfig)
+	t, s, ns, _, cleanup, err := simCluster(ctx, o.Kubeconfig, o.Nodes)
 	if err != nil {
 		return err
 	}
-	defer t.stop()
-	s, _, err := startSim(ctx, t, t.kubeconfigPath(o.Kubeconfig), o.Nodes)
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	ns, err := benchNamespace(ctx, t)
-	if err != nil {
-		return err
-	}
-	if o.Kubeconfig != "" {
-		defer t.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	}
+	defer cleanup()
 	// The baseline: the nodes registered and idle.
 	time.Sleep(10 * time.Second)
 	baseUp, err := t.runtime(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -34,94 +33,18 @@ type DensityOptions struct {
 // end (first create to last Running), each pod's create → Running latency, and the peak
 // memory of berth up and berth sim.
 func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
-	t, err := connect(ctx, o.Kubeconfig)
+	t, s, ns, nodesReady, cleanup, err := simCluster(ctx, o.Kubeconfig, o.Nodes)
 	if err != nil {
 		return err
 	}
-	defer t.stop()
-	s, nodesReady, err := startSim(ctx, t, t.kubeconfigPath(o.Kubeconfig), o.Nodes)
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	ns, err := benchNamespace(ctx, t)
-	if err != nil {
-		return err
-	}
-	if o.Kubeconfig != "" {
-		defer t.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	}
+	defer cleanup()
 
-	list, err := t.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	resourceVersion := list.ResourceVersion
-	w, err := t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion})
-	if err != nil {
-		return err
-	}
-	defer func() { w.Stop() }()
-
-	var mu sync.Mutex
-	created := make(map[string]time.Time, o.Pods)
 	latency := &latencies{name: "create → Running"}
-	start := time.Now()
 	cpuBefore := cpuNow(t, s)
-	createErr := make(chan error, 1)
-	go func() {
-		createErr <- parallel(ctx, o.Pods, o.Creators, func(i int) error {
-			name := fmt.Sprintf("pod-%06d", i)
-			mu.Lock()
-			created[name] = time.Now()
-			mu.Unlock()
-			_, err := t.client.CoreV1().Pods(ns).Create(ctx, benchPod(name), metav1.CreateOptions{})
-			return err
-		})
-	}()
-	running := 0
-	var last time.Time
-	timeout := time.After(time.Duration(o.Pods)*50*time.Millisecond + 5*time.Minute)
-	for running < o.Pods {
-		select {
-		case err := <-createErr:
-			if err != nil {
-				return fmt.Errorf("creating pods: %w", err)
-			}
-			createErr = nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				if w, err = t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion}); err != nil {
-					return fmt.Errorf("resuming the watch after %d Running pods: %w", running, err)
-				}
-				continue
-			}
-			if ev.Type == watch.Error {
-				return fmt.Errorf("the watch failed after %d Running pods: %v", running, ev.Object)
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
-			resourceVersion = pod.ResourceVersion
-			if pod.Status.Phase != corev1.PodRunning {
-				continue
-			}
-			mu.Lock()
-			c, seen := created[pod.Name]
-			delete(created, pod.Name)
-			mu.Unlock()
-			if !seen {
-				continue
-			}
-			last = time.Now()
-			latency.add(last.Sub(c))
-			running++
-		case <-timeout:
-			return fmt.Errorf("only %d of %d pods Running in time", running, o.Pods)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	start, last, err := createAndWatch(ctx, t, ns, o.Pods, o.Creators, time.Duration(o.Pods)*50*time.Millisecond+5*time.Minute,
+		latency, "Running", func(_ watch.EventType, pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning })
+	if err != nil {
+		return err
 	}
 	elapsed := last.Sub(start)
 	used := cpuNow(t, s).since(cpuBefore)

@@ -54,75 +54,13 @@ func RunSchedule(ctx context.Context, out io.Writer, o ScheduleOptions) error {
 	// Let the scheduler's informer see every node before the clock starts.
 	time.Sleep(2 * time.Second)
 
-	list, err := t.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	resourceVersion := list.ResourceVersion
-	w, err := t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion})
-	if err != nil {
-		return err
-	}
-	defer func() { w.Stop() }()
-
-	var mu sync.Mutex
-	created := make(map[string]time.Time, o.Pods)
 	latency := &latencies{name: "create → bound"}
-	start := time.Now()
-	createErr := make(chan error, 1)
-	go func() {
-		createErr <- parallel(ctx, o.Pods, o.Creators, func(i int) error {
-			name := fmt.Sprintf("pod-%06d", i)
-			mu.Lock()
-			created[name] = time.Now()
-			mu.Unlock()
-			_, err := t.client.CoreV1().Pods(ns).Create(ctx, benchPod(name), metav1.CreateOptions{})
-			return err
+	start, last, err := createAndWatch(ctx, t, ns, o.Pods, o.Creators, time.Duration(o.Pods)*20*time.Millisecond+2*time.Minute,
+		latency, "bound", func(typ watch.EventType, pod *corev1.Pod) bool {
+			return typ == watch.Modified && pod.Spec.NodeName != ""
 		})
-	}()
-	bound := 0
-	var last time.Time
-	timeout := time.After(time.Duration(o.Pods)*20*time.Millisecond + 2*time.Minute)
-	for bound < o.Pods {
-		select {
-		case err := <-createErr:
-			if err != nil {
-				return fmt.Errorf("creating pods: %w", err)
-			}
-			createErr = nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				// The API server closes a watch that falls behind; resume where it stopped,
-				// as an informer would.
-				if w, err = t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion}); err != nil {
-					return fmt.Errorf("resuming the watch after %d bound pods: %w", bound, err)
-				}
-				continue
-			}
-			if ev.Type == watch.Error {
-				return fmt.Errorf("the watch failed after %d bound pods: %v", bound, ev.Object)
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
-			resourceVersion = pod.ResourceVersion
-			if ev.Type != watch.Modified || pod.Spec.NodeName == "" {
-				continue
-			}
-			mu.Lock()
-			c, seen := created[pod.Name]
-			delete(created, pod.Name)
-			mu.Unlock()
-			if !seen {
-				continue // a later update of a pod already counted
-			}
-			last = time.Now()
-			latency.add(last.Sub(c))
-			bound++
-		case <-timeout:
-			return fmt.Errorf("only %d of %d pods bound in time", bound, o.Pods)
-		}
+	if err != nil {
+		return err
 	}
 	elapsed := last.Sub(start)
 	rate := float64(o.Pods) / elapsed.Seconds()

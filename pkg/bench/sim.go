@@ -89,6 +89,33 @@ func startSim(ctx context.Context, t *target, kubeconfig string, n int) (*simPro
 	return s, time.Since(start), nil
 }
 
+// simCluster is what the simulated-node scenarios load: the cluster kubeconfig names (or a
+// `berth up` of their own), a `berth sim` of n nodes against it, all Ready, and a namespace
+// for their pods. cleanup stops and removes what they started (and the namespace of a cluster
+// that outlives them).
+func simCluster(ctx context.Context, kubeconfig string, n int) (t *target, s *simProcess, ns string, nodesReady time.Duration, cleanup func(), err error) {
+	if t, err = connect(ctx, kubeconfig); err != nil {
+		return nil, nil, "", 0, nil, err
+	}
+	if s, nodesReady, err = startSim(ctx, t, t.kubeconfigPath(kubeconfig), n); err != nil {
+		t.stop()
+		return nil, nil, "", 0, nil, err
+	}
+	if ns, err = benchNamespace(ctx, t); err != nil {
+		s.stop()
+		t.stop()
+		return nil, nil, "", 0, nil, err
+	}
+	cleanup = func() {
+		if kubeconfig != "" {
+			_ = t.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		}
+		s.stop()
+		t.stop()
+	}
+	return t, s, ns, nodesReady, cleanup, nil
+}
+
 // stop ends berth sim and removes its directory.
 func (s *simProcess) stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
