@@ -318,10 +318,15 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	if err != nil {
 		return nil, nil, err
 	}
+	// The hard thresholds of memory and nodefs are kept out of allocatable (the node status).
 	var memoryThreshold resource.Quantity
+	nodefsPercent := float64(nodestatus.DefaultNodefsThresholdPercent)
 	for _, t := range thresholds {
-		if t.Signal == eviction.SignalMemoryAvailable && t.Quantity != nil {
+		switch {
+		case t.Signal == eviction.SignalMemoryAvailable && t.Quantity != nil:
 			memoryThreshold = *t.Quantity
+		case t.Signal == eviction.SignalNodeFsAvailable && t.Quantity == nil:
+			nodefsPercent = t.Percentage * 100
 		}
 	}
 	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, runtimeService, imageService, podManager.GetPods)
@@ -351,7 +356,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		KubeletVersion:         version.GitVersion(),
 		MaxPods:                int64(kc.MaxPods),
 		HardEvictionMemory:     memoryThreshold,
-		NodefsThresholdPercent: percent(kc.EvictionHard["nodefs.available"], 10),
+		NodefsThresholdPercent: nodefsPercent,
 		RootDir:                cfg.DataDir,
 		DaemonPort:             kc.Port,
 		Labels:                 cfg.Labels,
@@ -399,13 +404,4 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 // that it deletes a pod from the API only once it surely does not.
 func (kl *Kubelet) PodCouldHaveRunningContainers(pod *v1.Pod) bool {
 	return kl.podWorkers.CouldHaveRunningContainers(pod.UID)
-}
-
-// percent parses "10%"; def when it cannot.
-func percent(s string, def float64) float64 {
-	var v float64
-	if _, err := fmt.Sscanf(strings.TrimSpace(s), "%g%%", &v); err != nil {
-		return def
-	}
-	return v
 }
