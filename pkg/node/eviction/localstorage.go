@@ -3,13 +3,13 @@ package eviction
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/stats"
+	"github.com/berth-cluster/berth/pkg/node/volume"
 )
 
 // Local storage limits, checked in the kubelet's order: an emptyDir over its sizeLimit, the
@@ -64,7 +64,7 @@ func (m *Manager) emptyDirOverLimit(ctx context.Context, pod *v1.Pod) (string, b
 		if ed == nil || ed.SizeLimit == nil || ed.SizeLimit.IsZero() || ed.Medium == v1.StorageMediumMemory {
 			continue
 		}
-		used, err := stats.DiskUsage(m.volumeDir(pod, "kubernetes.io~empty-dir", vol.Name))
+		used, err := stats.DiskUsage(m.volumeDir(pod, volume.EmptyDirPlugin, vol.Name))
 		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Measuring an emptyDir", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
 			continue
@@ -84,9 +84,9 @@ func (m *Manager) localVolumesUsage(ctx context.Context, pod *v1.Pod) int64 {
 		var plugin string
 		switch {
 		case vol.EmptyDir != nil && vol.EmptyDir.Medium != v1.StorageMediumMemory:
-			plugin = "kubernetes.io~empty-dir"
+			plugin = volume.EmptyDirPlugin
 		case vol.ConfigMap != nil:
-			plugin = "kubernetes.io~configmap"
+			plugin = volume.ConfigMapPlugin
 		default:
 			continue
 		}
@@ -101,5 +101,5 @@ func (m *Manager) localVolumesUsage(ctx context.Context, pod *v1.Pod) int64 {
 }
 
 func (m *Manager) volumeDir(pod *v1.Pod, plugin, name string) string {
-	return filepath.Join(m.podDir(pod.UID), "volumes", plugin, name)
+	return volume.Dir(m.podDir(pod.UID), plugin, name)
 }

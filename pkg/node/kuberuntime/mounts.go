@@ -120,7 +120,7 @@ func (m *Manager) volumeHostPath(ctx context.Context, pod *v1.Pod, name string) 
 
 // emptyDirPath is RootDir/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>.
 func (m *Manager) emptyDirPath(uid, name string) string {
-	return filepath.Join(m.podDir(uid), "volumes", "kubernetes.io~empty-dir", name)
+	return volume.Dir(m.podDir(uid), volume.EmptyDirPlugin, name)
 }
 
 func (m *Manager) ensureEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {

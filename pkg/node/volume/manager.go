@@ -49,17 +49,31 @@ func NewManager(podsDir string, objects ObjectGetter, allocatable func() v1.Reso
 	return &Manager{podsDir: podsDir, objects: objects, allocatable: allocatable, pods: map[types.UID]*v1.Pod{}}
 }
 
-// pluginDir is the kubelet's directory name of each volume plugin.
+// The kubelet's directory names of the volume plugins, under a pod's volumes directory.
+const (
+	EmptyDirPlugin    = "kubernetes.io~empty-dir"
+	ConfigMapPlugin   = "kubernetes.io~configmap"
+	SecretPlugin      = "kubernetes.io~secret"
+	DownwardAPIPlugin = "kubernetes.io~downward-api"
+	ProjectedPlugin   = "kubernetes.io~projected"
+)
+
+// Dir is where a pod's volume lives: podDir/volumes/<plugin>/<name>.
+func Dir(podDir, plugin, name string) string {
+	return filepath.Join(podDir, "volumes", plugin, name)
+}
+
+// pluginDir is the plugin directory of the volume types this manager sets up; "" for others.
 func pluginDir(vol *v1.Volume) string {
 	switch {
 	case vol.ConfigMap != nil:
-		return "kubernetes.io~configmap"
+		return ConfigMapPlugin
 	case vol.Secret != nil:
-		return "kubernetes.io~secret"
+		return SecretPlugin
 	case vol.DownwardAPI != nil:
-		return "kubernetes.io~downward-api"
+		return DownwardAPIPlugin
 	case vol.Projected != nil:
-		return "kubernetes.io~projected"
+		return ProjectedPlugin
 	}
 	return ""
 }
@@ -71,7 +85,7 @@ func (m *Manager) SetUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 	if plugin == "" {
 		return "", false, false, nil
 	}
-	dir := filepath.Join(m.podsDir, string(pod.UID), "volumes", plugin, vol.Name)
+	dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), plugin, vol.Name)
 	if err := m.setUp(ctx, pod, vol, dir); err != nil {
 		return "", true, true, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 	}
@@ -152,7 +166,7 @@ func (m *Manager) Run(ctx context.Context, active func(types.UID) bool) {
 				if pluginDir(vol) == "" {
 					continue
 				}
-				dir := filepath.Join(m.podsDir, string(pod.UID), "volumes", pluginDir(vol), vol.Name)
+				dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), pluginDir(vol), vol.Name)
 				if _, err := os.Stat(dir); err != nil {
 					continue // no container mounted it yet
 				}
