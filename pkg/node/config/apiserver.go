@@ -33,14 +33,8 @@ func NewSourceApiserver(ctx context.Context, client kubernetes.Interface, nodeNa
 	logger := klog.FromContext(ctx).WithValues("source", types.ApiserverSource)
 	go func() {
 		logger.Info("Waiting for node sync before watching apiserver pods")
-		ticker := time.NewTicker(nodeSyncPollPeriod)
-		defer ticker.Stop()
-		for !nodeHasSynced() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
+		if !waitNodeSynced(ctx, nodeHasSynced) {
+			return
 		}
 		logger.Info("Watching apiserver")
 		selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
@@ -48,6 +42,21 @@ func NewSourceApiserver(ctx context.Context, client kubernetes.Interface, nodeNa
 			func(o *metav1.ListOptions) { o.FieldSelector = selector })
 		runApiserverSource(klog.NewContext(ctx, logger), informer, updates)
 	}()
+}
+
+// waitNodeSynced polls nodeHasSynced until it is true (the pods' admission needs the Node),
+// or ctx ends: then it returns false.
+func waitNodeSynced(ctx context.Context, nodeHasSynced func() bool) bool {
+	ticker := time.NewTicker(nodeSyncPollPeriod)
+	defer ticker.Stop()
+	for !nodeHasSynced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ticker.C:
+		}
+	}
+	return true
 }
 
 // runApiserverSource relays informer's pods to updates until ctx ends. The informer's

@@ -3,7 +3,6 @@ package config
 import (
 	"context"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,14 +77,8 @@ func (s *SharedApiserverSource) route(op types.PodOperation, obj interface{}) {
 // it sends the node's pods to updates until ctx ends.
 func (s *SharedApiserverSource) Source(ctx context.Context, nodeName string, nodeHasSynced func() bool, updates chan<- interface{}) {
 	go func() {
-		ticker := time.NewTicker(nodeSyncPollPeriod)
-		defer ticker.Stop()
-		for !nodeHasSynced() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
+		if !waitNodeSynced(ctx, nodeHasSynced) {
+			return
 		}
 		klog.FromContext(ctx).V(2).Info("Watching apiserver through the shared informer", "source", types.ApiserverSource)
 		q := newPodEventQueue()
