@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/berth-cluster/berth/pkg/sim"
 )
 
 // DensityOptions configure the density scenario.
@@ -115,17 +113,9 @@ func hold(ctx context.Context, t *target, ns string, nodes, pods int, d time.Dur
 			return r, ctx.Err()
 		case <-time.After(10 * time.Second):
 		}
-		nodeList, err := t.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.SimulatedLabel + "=true", ResourceVersion: "0"})
+		ready, err := readySimNodes(ctx, t)
 		if err != nil {
 			return r, err
-		}
-		ready := 0
-		for _, n := range nodeList.Items {
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
 		}
 		r.minReady = min(r.minReady, ready)
 		leases, err := t.client.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{ResourceVersion: "0"})

@@ -68,19 +68,8 @@ func startSim(ctx context.Context, t *target, kubeconfig string, n int) (*simPro
 	s := &simProcess{cmd: cmd, dir: dir, metricsURL: "http://" + addr + "/metrics"}
 	fmt.Fprintf(os.Stderr, "berth sim: pid %d, log %s, metrics and profiles at http://%s/\n", cmd.Process.Pid, logFile.Name(), addr)
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		nodes, err := t.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.SimulatedLabel + "=true"})
-		if err != nil {
-			return false, nil
-		}
-		ready := 0
-		for _, node := range nodes.Items {
-			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		return ready >= n, nil
+		ready, err := readySimNodes(ctx, t)
+		return err == nil && ready >= n, nil
 	})
 	if err != nil {
 		s.stop()
@@ -114,6 +103,24 @@ func simCluster(ctx context.Context, kubeconfig string, n int) (t *target, s *si
 		t.stop()
 	}
 	return t, s, ns, nodesReady, cleanup, nil
+}
+
+// readySimNodes counts the simulated nodes whose Ready condition is True (from the API
+// server's cache).
+func readySimNodes(ctx context.Context, t *target) (int, error) {
+	nodes, err := t.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sim.SimulatedLabel + "=true", ResourceVersion: "0"})
+	if err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, node := range nodes.Items {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, nil
 }
 
 // stop ends berth sim and removes its directory.

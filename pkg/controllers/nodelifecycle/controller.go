@@ -40,12 +40,17 @@ var conditionTaints = map[v1.NodeConditionType]map[v1.ConditionStatus]string{
 	v1.NodePIDPressure:        {v1.ConditionTrue: v1.TaintNodePIDPressure},
 }
 
-// managed are the taint keys this controller owns (with effect NoSchedule).
-var managed = map[string]bool{
-	v1.TaintNodeNotReady: true, v1.TaintNodeUnreachable: true, v1.TaintNodeMemoryPressure: true,
-	v1.TaintNodeDiskPressure: true, v1.TaintNodeNetworkUnavailable: true, v1.TaintNodePIDPressure: true,
-	v1.TaintNodeUnschedulable: true,
-}
+// managed are the taint keys this controller owns (with effect NoSchedule): the condition
+// taints and the unschedulable one.
+var managed = func() map[string]bool {
+	keys := map[string]bool{v1.TaintNodeUnschedulable: true}
+	for _, byStatus := range conditionTaints {
+		for _, key := range byStatus {
+			keys[key] = true
+		}
+	}
+	return keys
+}()
 
 // Controller keeps every node's condition taints in step with its conditions.
 type Controller struct {
