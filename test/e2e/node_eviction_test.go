@@ -47,14 +47,7 @@ func TestNodeMemoryPressure(t *testing.T) {
 	t.Parallel()
 	c, a := ownNode(t, "memorypressure", "evictionHard: {memory.available: 1000Gi}\n")
 	ns := c.newNamespace(t)
-	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: victim}
-spec:
-  nodeName: %s
-  containers:
-  - {name: c, image: %s, command: ["sleep", "3600"]}
-`, a.node.name, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
+	c.mustIn(t, sleeperOn("victim", a.node.name, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
 	c.waitPhase(t, ns, "victim", "Failed")
 	got := c.jsonpath(t, ns, "pod/victim", "{.status.reason}: {.status.message}")
 	if !strings.HasPrefix(got, "Evicted: The node was low on resource: memory. Threshold quantity: 1000Gi, available: ") {
@@ -67,14 +60,7 @@ spec:
 	})
 
 	// Under memory pressure a new BestEffort pod is refused at admission.
-	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: late}
-spec:
-  nodeName: %s
-  containers:
-  - {name: c, image: %s, command: ["sleep", "3600"]}
-`, a.node.name, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
+	c.mustIn(t, sleeperOn("late", a.node.name, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
 	c.waitPhase(t, ns, "late", "Failed")
 	if got, want := c.jsonpath(t, ns, "pod/late", "{.status.reason}: {.status.message}"), "Evicted: Pod was rejected: The node had condition: [MemoryPressure]. "; got != want {
 		t.Errorf("status %q, want %q", got, want)
@@ -121,14 +107,7 @@ func TestNodeDiskAndPIDPressure(t *testing.T) {
 	image := busyboxImage(t)
 	c, a := ownNode(t, "diskpressure", "evictionHard: {nodefs.available: 1000Ti, pid.available: \"10000000\"}\nimageMinimumGCAge: 1s\n")
 	ns := c.newNamespace(t)
-	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: victim}
-spec:
-  nodeName: %s
-  containers:
-  - {name: c, image: %s, command: ["sleep", "3600"]}
-`, a.node.name, image), "apply", "-n", ns, "-f", "-")
+	c.mustIn(t, sleeperOn("victim", a.node.name, image), "apply", "-n", ns, "-f", "-")
 	unused := importUnusedImage(t, a, "diskpressure")
 
 	c.waitPhase(t, ns, "victim", "Failed")
@@ -166,4 +145,17 @@ spec:
 	if got, want := c.jsonpath(t, ns, "pod/late", "{.status.reason}: {.status.message}"), "Evicted: Pod was rejected: The node had condition: [DiskPressure PIDPressure]. "; got != want {
 		t.Errorf("status %q, want %q", got, want)
 	}
+}
+
+// sleeperOn is a BestEffort pod bound to node (spec.nodeName, past the scheduler) whose one
+// container sleeps.
+func sleeperOn(name, node, image string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  nodeName: %s
+  containers:
+  - {name: c, image: %s, command: ["sleep", "3600"]}
+`, name, node, image)
 }
