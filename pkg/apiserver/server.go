@@ -215,7 +215,9 @@ func applyAuth(c Config, gc *genericapiserver.Config) error {
 }
 
 // applyStorage keeps every resource in etcd as protobuf, under the external version, behind
-// the watch cache. The two event resources share one prefix, as in Kubernetes.
+// the watch cache — except events, which kube-apiserver also keeps out of it: they are
+// written often, read rarely and expire, so caching them costs memory and decoding for
+// nothing. The two event resources share one prefix, as in Kubernetes.
 func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibility.EffectiveVersion) error {
 	prefix := c.EtcdPrefix
 	if prefix == "" {
@@ -229,6 +231,7 @@ func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibi
 	etcd.StorageConfig.CompactionInterval = c.CompactionInterval
 	etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	etcd.EnableWatchCache = true
+	etcd.WatchCacheSizes = []string{"events#0", "events.events.k8s.io#0"}
 
 	resources := serverstorage.NewResourceConfig()
 	resources.EnableVersions(servedGroupVersions...)

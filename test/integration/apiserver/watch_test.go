@@ -208,3 +208,54 @@ func TestWatchBookmarks(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestEventsBypassWatchCache: as in kube-apiserver, events are served straight from etcd —
+// no watch cache is built for either event resource — while lists and watches of them, field
+// selectors included, work as before.
+func TestEventsBypassWatchCache(t *testing.T) {
+	c := sharedCluster(t)
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, c.Client)
+	events := c.Client.CoreV1().Events(ns)
+	list, err := events.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := events.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, FieldSelector: "reason=Started"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, reason := range []string{"Pulled", "Started"} {
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: "e-"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: ns},
+			Reason:         reason, Type: corev1.EventTypeNormal, Message: "m",
+		}
+		if _, err := events.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case got := <-w.ResultChan():
+		if e, ok := got.Object.(*corev1.Event); got.Type != watch.Added || !ok || e.Reason != "Started" {
+			t.Fatalf("watch of reason=Started: got %s %#v", got.Type, got.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch of reason=Started: no event")
+	}
+
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := string(raw)
+	if !contains(metrics, `apiserver_watch_cache_initializations_total{group="",resource="pods"}`) {
+		t.Errorf("no watch cache for pods in /metrics")
+	}
+	for _, group := range []string{"", "events.k8s.io"} {
+		if line := fmt.Sprintf(`apiserver_watch_cache_initializations_total{group=%q,resource="events"}`, group); contains(metrics, line) {
+			t.Errorf("a watch cache was built for events (%s)", line)
+		}
+	}
+}
