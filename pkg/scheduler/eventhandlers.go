@@ -25,15 +25,29 @@ var (
 	assignedPodDelete = framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete, Label: "AssignedPodDelete"}
 )
 
-// registerPodInformer makes the factory's pod informer watch only pods that are not finished:
-// a Succeeded or Failed pod holds nothing on its node.
+// registerPodInformer makes the factory's pod informer watch only pods that are not finished
+// (a Succeeded or Failed pod holds nothing on its node) and keep them without their
+// managedFields, as kube-scheduler does: no plugin reads them, and they are a large part of
+// every cached pod.
 func registerPodInformer(f informers.SharedInformerFactory) {
 	f.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		selector := fields.ParseSelectorOrDie("status.phase!=" + string(v1.PodSucceeded) + ",status.phase!=" + string(v1.PodFailed))
-		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{
+		informer := coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{
 			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 		}, func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
+		if err := informer.SetTransform(dropManagedFields); err != nil {
+			panic(err) // only fails once the informer has started, which it has not
+		}
+		return informer
 	})
+}
+
+// dropManagedFields is the pod informer's transform.
+func dropManagedFields(obj interface{}) (interface{}, error) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
 }
 
 // addAllEventHandlers wires the informers to the cache (bound pods, nodes) and to the queue
