@@ -4,31 +4,37 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
 // createAndWatch creates n bench pods in ns from creators goroutines and follows them with a
 // watch until each has reached the state reached reports, recording each pod's latency from
 // its create request to the watch event that shows it there. It returns when the first pod
-// was created and when the last one got there; what names the state in errors.
+// was created and when the last one got there, and how many creates were retried; what
+// names the state in errors.
 func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, timeout time.Duration,
-	latency *latencies, what string, reached func(watch.EventType, *corev1.Pod) bool) (start, last time.Time, err error) {
+	latency *latencies, what string, reached func(watch.EventType, *corev1.Pod) bool) (start, last time.Time, retried int, err error) {
 	list, err := t.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return start, last, err
+		return start, last, 0, err
 	}
 	resourceVersion := list.ResourceVersion
 	w, err := t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion})
 	if err != nil {
-		return start, last, err
+		return start, last, 0, err
 	}
 	defer func() { w.Stop() }()
 
 	var mu sync.Mutex
+	var retries atomic.Int64
+	defer func() { retried = int(retries.Load()) }() // whichever way it returns
 	created := make(map[string]time.Time, n)
 	start = time.Now()
 	createErr := make(chan error, 1)
@@ -38,8 +44,7 @@ func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, 
 			mu.Lock()
 			created[name] = time.Now()
 			mu.Unlock()
-			_, err := t.client.CoreV1().Pods(ns).Create(ctx, benchPod(name), metav1.CreateOptions{})
-			return err
+			return createRetrying(ctx, t, ns, benchPod(name), &retries)
 		})
 	}()
 	done := 0
@@ -48,7 +53,7 @@ func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, 
 		select {
 		case err := <-createErr:
 			if err != nil {
-				return start, last, fmt.Errorf("creating pods: %w", err)
+				return start, last, 0, fmt.Errorf("creating pods: %w", err)
 			}
 			createErr = nil
 		case ev, ok := <-w.ResultChan():
@@ -56,12 +61,12 @@ func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, 
 				// The API server closes a watch that falls behind; resume where it stopped,
 				// as an informer would.
 				if w, err = t.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion}); err != nil {
-					return start, last, fmt.Errorf("resuming the watch after %d %s pods: %w", done, what, err)
+					return start, last, 0, fmt.Errorf("resuming the watch after %d %s pods: %w", done, what, err)
 				}
 				continue
 			}
 			if ev.Type == watch.Error {
-				return start, last, fmt.Errorf("the watch failed after %d %s pods: %v", done, what, ev.Object)
+				return start, last, 0, fmt.Errorf("the watch failed after %d %s pods: %v", done, what, ev.Object)
 			}
 			pod, isPod := ev.Object.(*corev1.Pod)
 			if !isPod {
@@ -82,10 +87,42 @@ func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, 
 			latency.add(last.Sub(c))
 			done++
 		case <-deadline:
-			return start, last, fmt.Errorf("only %d of %d pods %s in time", done, n, what)
+			return start, last, 0, fmt.Errorf("only %d of %d pods %s in time", done, n, what)
 		case <-ctx.Done():
-			return start, last, ctx.Err()
+			return start, last, 0, ctx.Err()
 		}
 	}
-	return start, last, nil
+	return start, last, 0, nil
+}
+
+// createRetrying creates pod, retrying up to five times, a second apart and more, when the
+// API server answers that it is overloaded or that etcd timed out, as a controller would on
+// its next sync. A retry that finds the pod already there means the timed-out attempt landed.
+func createRetrying(ctx context.Context, t *target, ns string, pod *corev1.Pod, retries *atomic.Int64) error {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5}
+	for attempt := 0; ; attempt++ {
+		_, err := t.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return nil
+		case attempt > 0 && apierrors.IsAlreadyExists(err):
+			return nil
+		case backoff.Steps > 0 && transient(err):
+			retries.Add(1)
+			select {
+			case <-time.After(backoff.Step()):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// transient reports an error that a later attempt may not get: the API server out of time or
+// capacity, or etcd's "request timed out".
+func transient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
 }

@@ -39,7 +39,7 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 
 	latency := &latencies{name: "create → Running"}
 	cpuBefore := cpuNow(t, s)
-	start, last, err := createAndWatch(ctx, t, ns, o.Pods, o.Creators, time.Duration(o.Pods)*50*time.Millisecond+5*time.Minute,
+	start, last, retried, err := createAndWatch(ctx, t, ns, o.Pods, o.Creators, time.Duration(o.Pods)*50*time.Millisecond+5*time.Minute,
 		latency, "Running", func(_ watch.EventType, pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning })
 	if err != nil {
 		return err
@@ -60,6 +60,7 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 	fmt.Fprintf(tw, "nodes Ready after\t%.1f s\t\n", nodesReady.Seconds())
 	fmt.Fprintf(tw, "all pods Running after\t%.1f s\t\n", elapsed.Seconds())
 	fmt.Fprintf(tw, "end to end\t%.0f pods/s\t\n", rate)
+	fmt.Fprintf(tw, "creates retried (server timeouts)\t%d\t\n", retried)
 	if upPeak > 0 {
 		fmt.Fprintf(tw, "berth up peak RSS\t%.0f MiB\t\n", mib(upPeak))
 	}
@@ -82,6 +83,7 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 		"nodes_ready_s": nodesReady.Seconds(), "all_running_s": elapsed.Seconds(), "pods_per_second": rate,
 		"latency_p50_ms": ms(latency.quantile(0.5)), "latency_p99_ms": ms(latency.quantile(0.99)),
 		"sim_peak_rss_bytes": simPeak, "sim_cpu_s": used.sim.Seconds(), "bench_cpu_s": used.self.Seconds(),
+		"create_retries": retried,
 	}
 	if o.Hold > 0 {
 		result["hold_s"] = o.Hold.Seconds()
