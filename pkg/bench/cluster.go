@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,7 +27,7 @@ type target struct {
 	config *rest.Config
 	client kubernetes.Interface
 	// child is the `berth up` process the scenario started, or nil.
-	child *exec.Cmd
+	child *child
 	dir   string
 }
 
@@ -101,11 +100,11 @@ func startCluster(ctx context.Context, withNode bool) (*target, error) {
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	up, err := startChild(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("starting berth up: %w", err)
 	}
-	t := &target{child: cmd, dir: dir}
+	t := &target{child: up, dir: dir}
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if _, err := os.Stat(kubeconfig); err != nil {
@@ -139,15 +138,7 @@ func (t *target) stop() {
 	if t.child == nil {
 		return
 	}
-	_ = t.child.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = t.child.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = t.child.Process.Kill()
-		<-done
-	}
+	t.child.stop(30 * time.Second)
 	os.RemoveAll(t.dir)
 }
 

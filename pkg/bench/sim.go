@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +22,7 @@ import (
 
 // simProcess is a `berth sim` child: the simulated nodes a scenario loads.
 type simProcess struct {
-	cmd        *exec.Cmd
+	cmd        *child
 	dir        string
 	metricsURL string
 }
@@ -60,12 +59,12 @@ func startSim(ctx context.Context, t *target, kubeconfig string, n int) (*simPro
 	cmd := exec.Command(self, "sim", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(n),
 		"--data-dir", filepath.Join(dir, "nodes"), "--metrics-address", addr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	proc, err := startChild(cmd)
+	if err != nil {
 		return nil, 0, fmt.Errorf("starting berth sim: %w", err)
 	}
-	s := &simProcess{cmd: cmd, dir: dir, metricsURL: "http://" + addr + "/metrics"}
+	s := &simProcess{cmd: proc, dir: dir, metricsURL: "http://" + addr + "/metrics"}
 	fmt.Fprintf(os.Stderr, "berth sim: pid %d, log %s, metrics and profiles at http://%s/\n", cmd.Process.Pid, logFile.Name(), addr)
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ready, err := readySimNodes(ctx, t)
@@ -125,15 +124,7 @@ func readySimNodes(ctx context.Context, t *target) (int, error) {
 
 // stop ends berth sim and removes its directory.
 func (s *simProcess) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
+	s.cmd.stop(time.Minute)
 	os.RemoveAll(s.dir)
 }
 
