@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 )
 
 // createAndWatch creates n bench pods in ns from creators goroutines and follows them with a
@@ -34,7 +35,6 @@ func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, 
 
 	var mu sync.Mutex
 	var retries atomic.Int64
-	defer func() { retried = int(retries.Load()) }() // whichever way it returns
 	created := make(map[string]time.Time, n)
 	start = time.Now()
 	createErr := make(chan error, 1)
@@ -92,32 +92,26 @@ func createAndWatch(ctx context.Context, t *target, ns string, n, creators int, 
 			return start, last, 0, ctx.Err()
 		}
 	}
-	return start, last, 0, nil
+	return start, last, int(retries.Load()), nil
 }
 
-// createRetrying creates pod, retrying up to five times, a second apart and more, when the
-// API server answers that it is overloaded or that etcd timed out, as a controller would on
-// its next sync. A retry that finds the pod already there means the timed-out attempt landed.
+// createRetrying creates pod, retrying with client-go's backoff (five attempts at most, a
+// second apart and doubling) while the API server answers that it is overloaded or that etcd timed out,
+// as a controller would on its next sync; retries counts those answers. A retry that finds the
+// pod already there means the timed-out attempt landed.
 func createRetrying(ctx context.Context, t *target, ns string, pod *corev1.Pod, retries *atomic.Int64) error {
-	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5}
-	for attempt := 0; ; attempt++ {
+	attempts := 0
+	return retry.OnError(wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5}, transient, func() error {
+		attempts++
 		_, err := t.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		switch {
-		case err == nil:
+		case attempts > 1 && apierrors.IsAlreadyExists(err):
 			return nil
-		case attempt > 0 && apierrors.IsAlreadyExists(err):
-			return nil
-		case backoff.Steps > 0 && transient(err):
+		case err != nil && transient(err):
 			retries.Add(1)
-			select {
-			case <-time.After(backoff.Step()):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		default:
-			return err
 		}
-	}
+		return err
+	})
 }
 
 // transient reports an error that a later attempt may not get: the API server out of time or
