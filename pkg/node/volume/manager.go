@@ -163,10 +163,11 @@ func (m *Manager) Run(ctx context.Context, active func(types.UID) bool) {
 		for _, pod := range pods {
 			for i := range pod.Spec.Volumes {
 				vol := &pod.Spec.Volumes[i]
-				if pluginDir(vol) == "" {
+				plugin := pluginDir(vol)
+				if plugin == "" {
 					continue
 				}
-				dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), pluginDir(vol), vol.Name)
+				dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), plugin, vol.Name)
 				if _, err := os.Stat(dir); err != nil {
 					continue // no container mounted it yet
 				}
