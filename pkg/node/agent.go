@@ -216,6 +216,10 @@ type Dependencies struct {
 	Clock clock.WithTicker
 }
 
+// EventedPLEG is the kubelet feature gate (KubeletConfiguration featureGates) under which the
+// PLEG follows the runtime's container event stream and relists only every 5 minutes.
+const EventedPLEG = "EventedPLEG"
+
 // NewKubelet builds the node agent's modules on deps (seed 000's NewMainKubelet): the
 // runtime manager over the CRI, pod manager, PLEG, pod workers, status, probe, volume, image
 // GC and eviction managers, node status, admission and the config sources. It returns the
@@ -269,6 +273,13 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 
 	podManager := podmanager.New()
 	podCache := pleg.NewCache()
+	// The PLEG follows the runtime's container events behind upstream's EventedPLEG feature
+	// gate (alpha, off by default; containerd 1.6 has no stream): berth sim turns it on, as
+	// its in-memory runtime streams them, so that idle pods cost no relist every second.
+	var events pleg.EventSource
+	if kc.FeatureGates[EventedPLEG] {
+		events = runtimeService
+	}
 	kl := &Kubelet{
 		nodeName:         cfg.NodeName,
 		nodeIPs:          []net.IP{cfg.NodeIP},
@@ -279,7 +290,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		podManager:       podManager,
 		runtime:          runtime,
 		podCache:         podCache,
-		pleg:             pleg.NewGenericPLEG(runtime, podCache, time.Second, nil, clk, nodeMetrics),
+		pleg:             pleg.NewGenericPLEG(runtime, podCache, time.Second, events, clk, nodeMetrics),
 		metrics:          nodeMetrics,
 		runtimeState:     nodestatus.NewRuntimeState(),
 		reasonCache:      podstatus.NewReasonCache(),

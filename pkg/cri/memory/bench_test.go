@@ -70,7 +70,7 @@ func benchPod(node, pod int) (*runtimeapi.PodSandboxConfig, *runtimeapi.Containe
 
 // benchWorld creates benchNodes runtimes on one shared clock and fills them with running
 // pods, returning them and the time spent in CRI calls (configs are built outside it).
-func benchWorld(b *testing.B, clk clock.Clock) ([]*Runtime, time.Duration) {
+func benchWorld(b *testing.B, clk clock.WithDelayedExecution) ([]*Runtime, time.Duration) {
 	nodes := make([]*Runtime, benchNodes)
 	var inCRI time.Duration
 	for n := range nodes {

@@ -114,6 +114,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	r.containers[c.id] = c
 	s.containers = append(s.containers, c)
+	r.emit(c.id, s, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, now)
 	return c.id, nil
 }
 
@@ -142,6 +143,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 	}
 	c.state, c.view = runtimeapi.ContainerState_CONTAINER_RUNNING, nil
 	c.startedAt = now
+	r.emit(c.id, c.sandbox, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
 	if script.Exits {
 		c.deadline = now + int64(script.RunFor)
 		if script.RunFor == 0 {
@@ -149,6 +151,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 			r.finish(c, now, code, reason, "")
 		} else {
 			r.deadlines.push(c)
+			r.armExitTimer()
 		}
 	}
 	return nil
@@ -192,6 +195,7 @@ func (r *Runtime) finish(c *container, at int64, code int32, reason, message str
 	c.exitCode = code
 	c.reason = reason
 	c.message = message
+	r.emit(c.id, c.sandbox, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, at)
 }
 
 // RemoveContainer kills the container if it runs and removes it. An unknown id is not an
@@ -210,6 +214,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if i := slices.Index(s.containers, c); i >= 0 {
 		s.containers = slices.Delete(s.containers, i, i+1)
 	}
+	r.emit(c.id, s, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, now)
 	return nil
 }
 
@@ -470,12 +475,6 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) er
 
 func (r *Runtime) CheckpointContainer(ctx context.Context, options *runtimeapi.CheckpointContainerRequest) error {
 	return unimplemented("CheckpointContainer")
-}
-
-// GetContainerEvents is Unimplemented, as in containerd 1.6: the node agent's PLEG then
-// relists only, which is what a simulation wants.
-func (r *Runtime) GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
-	return unimplemented("GetContainerEvents")
 }
 
 // stateName is containerd's word for a container state in its errors.

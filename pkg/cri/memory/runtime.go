@@ -8,9 +8,10 @@
 // Nothing runs: a container is a record whose state changes when the node agent asks
 // (start, stop, remove) or when its scripted run time, read from its pod's annotations (see
 // Script), has passed. Those exits are evaluated lazily, on every call, from a min-heap of
-// deadlines on the injected clock: no goroutine and no timer per container or per runtime.
-// The node agent relists every second, so it sees an exit within a relist of its time, and
-// the exit is stamped with its scripted time, not with the time it was seen.
+// deadlines on the injected clock, and stamped with their scripted time, not with the time
+// they were seen. While someone follows the container events (GetContainerEvents, as the
+// node agent's PLEG does), one timer per runtime fires at the soonest exit so that its
+// STOPPED event is sent on time: no goroutine and no timer per container.
 //
 // Sandbox and container lifecycles, as containerd's:
 //
@@ -59,7 +60,7 @@ var (
 type Options struct {
 	// Clock stamps every time and drives scripted exits and pull delays. Runtimes of one
 	// simulation share one. nil: the real clock.
-	Clock clock.Clock
+	Clock clock.WithDelayedExecution
 	// PodCIDR is where pod IPs come from until UpdateRuntimeConfig sets the node's; "" is
 	// DefaultPodCIDR. Comma-separated for dual stack.
 	PodCIDR string
@@ -85,7 +86,7 @@ type Options struct {
 // Runtime is one node's in-memory CRI runtime. All its methods are safe for concurrent use;
 // one mutex guards its state, since every call is short and does no I/O.
 type Runtime struct {
-	clock      clock.Clock
+	clock      clock.WithDelayedExecution
 	registry   Registry
 	mountpoint string
 	handlers   []string
@@ -96,6 +97,13 @@ type Runtime struct {
 	deadlines  deadlineHeap // running containers with a scripted exit, the soonest first
 	ipam       ipam
 	images     imageStore
+
+	// subscribers are the GetContainerEvents callers; while there are any, exitTimer fires
+	// at the soonest scripted exit (exitTimerAt, 0 when none is armed).
+	subscribers   []*subscriber
+	exitTimer     clock.Timer
+	exitTimerAt   int64
+	droppedEvents int
 }
 
 // New returns a runtime with the sandbox image and opts.Images present. It fails on a pod
@@ -153,6 +161,7 @@ func (r *Runtime) advance() int64 {
 		code, reason := c.behaviour().exit()
 		r.finish(c, c.deadline, code, reason, "")
 	}
+	r.armExitTimer()
 	return now
 }
 
@@ -162,7 +171,9 @@ type Counts struct {
 	Containers, Created, Running, Exited int
 	// PendingExits are running containers with a scripted exit still to come.
 	PendingExits int
-	Images       int
+	// DroppedEvents are container events not sent because a subscriber's channel was full.
+	DroppedEvents int
+	Images        int
 }
 
 // Counts counts the runtime's sandboxes, containers and images as of now.
@@ -170,7 +181,7 @@ func (r *Runtime) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.advance()
-	n := Counts{Sandboxes: len(r.sandboxes), Containers: len(r.containers), PendingExits: len(r.deadlines), Images: len(r.images.byID)}
+	n := Counts{Sandboxes: len(r.sandboxes), Containers: len(r.containers), PendingExits: len(r.deadlines), Images: len(r.images.byID), DroppedEvents: r.droppedEvents}
 	for _, s := range r.sandboxes {
 		if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 			n.ReadySandboxes++
@@ -241,8 +252,9 @@ func (r *Runtime) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigR
 	}, nil
 }
 
-// Close releases nothing: the runtime holds no connection, goroutine or timer. It stays
-// usable, so that the node agent's runtime and image services may both close it.
+// Close releases nothing: the runtime holds no connection or goroutine, and its one timer
+// is stopped when the last event subscriber leaves. It stays usable, so that the node
+// agent's runtime and image services may both close it.
 func (r *Runtime) Close(ctx context.Context) error { return nil }
 
 // knownHandler says whether a sandbox may ask for handler.

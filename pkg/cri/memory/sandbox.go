@@ -69,6 +69,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		s.ips = ips
 	}
 	r.sandboxes[s.id] = s
+	r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, now)
+	r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
 	return s.id, nil
 }
 
@@ -98,7 +100,10 @@ func (r *Runtime) stopSandbox(s *sandbox, now int64) {
 	}
 	r.ipam.release(s.ips)
 	s.ips = nil
-	s.state, s.view = runtimeapi.PodSandboxState_SANDBOX_NOTREADY, nil
+	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		s.state, s.view = runtimeapi.PodSandboxState_SANDBOX_NOTREADY, nil
+		r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, now)
+	}
 }
 
 // RemovePodSandbox stops the sandbox, then removes it and its containers. An unknown id is
@@ -114,9 +119,11 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	r.stopSandbox(s, now)
 	for _, c := range s.containers {
 		delete(r.containers, c.id)
+		r.emit(c.id, s, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, now)
 	}
 	s.containers = nil
 	delete(r.sandboxes, s.id)
+	r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, now)
 	return nil
 }
 

@@ -24,6 +24,11 @@ const (
 	eventChannelCapacity = 1000
 	// relistThreshold is how long Healthy tolerates no finished relist.
 	relistThreshold = 3 * time.Minute
+	// While the runtime streams container events the relist is only a safety net: it runs
+	// every eventedRelistPeriod and Healthy tolerates eventedRelistThreshold (upstream's
+	// figures for the generic PLEG beside the evented one).
+	eventedRelistPeriod    = 300 * time.Second
+	eventedRelistThreshold = 10 * time.Minute
 	// The back-off between attempts to subscribe to the runtime's container events.
 	eventStreamInitialBackOff = time.Second
 	eventStreamMaxBackOff     = time.Minute
@@ -41,6 +46,12 @@ const (
 //
 // Like upstream's, it assumes a container is not created, run and removed within one relist
 // period while the event stream is down; the kubelet's periodic resync is the safety net.
+//
+// While the stream is established (upstream's EventedPLEG) the relist runs only every
+// eventedRelistPeriod, and the cache's time is moved on every relistPeriod instead, once the
+// events queued by then are handled: pod workers waiting for a status newer than their last
+// sync go on as with a relist, and a node's idle pods cost nothing per second. When the
+// stream breaks the PLEG relists at once and every relistPeriod until it is back.
 type GenericPLEG struct {
 	runtime      container.Runtime
 	cache        Cache
@@ -61,7 +72,11 @@ type GenericPLEG struct {
 	relistTime atomic.Pointer[time.Time]
 	// streamEvents counts events received from the event stream (for the back-off reset).
 	streamEvents atomic.Int64
-	startOnce    sync.Once
+	// streaming is true while the runtime's event stream is established.
+	streaming atomic.Bool
+	// streamBroke wakes Run's wait when the stream ends, so that it relists at once.
+	streamBroke chan struct{}
+	startOnce   sync.Once
 }
 
 var _ PodLifecycleEventGenerator = &GenericPLEG{}
@@ -79,6 +94,7 @@ func NewGenericPLEG(runtime container.Runtime, cache Cache, relistPeriod time.Du
 		eventCh:      make(chan *PodLifecycleEvent, eventChannelCapacity),
 		pods:         map[types.UID]podSnapshot{},
 		reinspect:    map[types.UID]bool{},
+		streamBroke:  make(chan struct{}, 1),
 	}
 }
 
@@ -103,11 +119,16 @@ func (g *GenericPLEG) Run(ctx context.Context) {
 	}
 	for {
 		g.Relist(ctx)
+		period := g.relistPeriod
+		if g.streaming.Load() {
+			period = eventedRelistPeriod
+		}
 		select {
 		case <-ctx.Done():
 			wg.Wait()
 			return
-		case <-g.clock.After(g.relistPeriod):
+		case <-g.streamBroke:
+		case <-g.clock.After(period):
 		}
 	}
 }
@@ -118,8 +139,12 @@ func (g *GenericPLEG) Healthy() (bool, error) {
 	if t == nil {
 		return false, fmt.Errorf("pleg has yet to be successful")
 	}
-	if elapsed := g.clock.Since(*t); elapsed > relistThreshold {
-		return false, fmt.Errorf("pleg was last seen active %v ago; threshold is %v", elapsed, relistThreshold)
+	threshold := relistThreshold
+	if g.streaming.Load() {
+		threshold = eventedRelistThreshold
+	}
+	if elapsed := g.clock.Since(*t); elapsed > threshold {
+		return false, fmt.Errorf("pleg was last seen active %v ago; threshold is %v", elapsed, threshold)
 	}
 	return true, nil
 }
@@ -211,7 +236,16 @@ func (g *GenericPLEG) watchEvents(ctx context.Context) {
 		backOff := eventStreamInitialBackOff
 		for attempt := 0; ; attempt++ {
 			before := g.streamEvents.Load()
-			err := g.events.GetContainerEvents(ctx, ch)
+			err := g.events.GetContainerEvents(ctx, ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
+				g.streaming.Store(true)
+				logger.V(2).Info("Following the container runtime's event stream", "relistPeriod", eventedRelistPeriod)
+			})
+			if g.streaming.Swap(false) {
+				select {
+				case g.streamBroke <- struct{}{}:
+				default:
+				}
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -238,16 +272,39 @@ func (g *GenericPLEG) watchEvents(ctx context.Context) {
 		}
 	}()
 	// Drain until the subscriber has returned, so that it never blocks on a full channel.
+	fresh := g.clock.NewTimer(g.relistPeriod)
+	defer fresh.Stop()
 	for {
 		select {
 		case ev := <-ch:
-			g.streamEvents.Add(1)
-			if ctx.Err() == nil {
-				g.HandleContainerEvent(ctx, ev)
+			g.handleStreamed(ctx, ev)
+		case <-fresh.C():
+			if g.streaming.Load() {
+				// Everything the runtime sent by now is queued: handle it, then the cache
+				// reflects the runtime as of now, as after a relist.
+				now := g.clock.Now()
+				for drained := false; !drained; {
+					select {
+					case ev := <-ch:
+						g.handleStreamed(ctx, ev)
+					default:
+						drained = true
+					}
+				}
+				g.cache.UpdateTime(now)
 			}
+			fresh.Reset(g.relistPeriod)
 		case <-done:
 			return
 		}
+	}
+}
+
+// handleStreamed counts and handles one event of the stream.
+func (g *GenericPLEG) handleStreamed(ctx context.Context, ev *runtimeapi.ContainerEventResponse) {
+	g.streamEvents.Add(1)
+	if ctx.Err() == nil {
+		g.HandleContainerEvent(ctx, ev)
 	}
 }
 

@@ -3,6 +3,7 @@ package pleg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type fakeRuntime struct {
 	listErr           error
 	statusErr         map[types.UID]error
 	statusCalls       int
+	lists             int
 }
 
 func newFakeRuntime() *fakeRuntime {
@@ -59,6 +61,7 @@ func (r *fakeRuntime) set(uid types.UID, specs ...string) {
 func (r *fakeRuntime) GetPods(ctx context.Context, all bool) ([]*container.Pod, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.lists++
 	if r.listErr != nil {
 		return nil, r.listErr
 	}
@@ -351,7 +354,7 @@ type fakeEventSource struct {
 	subscriptions int
 }
 
-func (s *fakeEventSource) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse) error {
+func (s *fakeEventSource) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
 	s.mu.Lock()
 	s.subscriptions++
 	var batch []*runtimeapi.ContainerEventResponse
@@ -452,7 +455,7 @@ func TestRunFollowsTheEventStream(t *testing.T) {
 // unimplementedSource is containerd 1.6: no event stream.
 type unimplementedSource struct{ calls atomic.Int32 }
 
-func (s *unimplementedSource) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse) error {
+func (s *unimplementedSource) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
 	s.calls.Add(1)
 	return grpcstatus.Error(codes.Unimplemented, "method GetContainerEvents not implemented")
 }
@@ -474,6 +477,95 @@ func TestRuntimeWithoutEventStreamIsNotAskedAgain(t *testing.T) {
 	}
 	if n := src.calls.Load(); n != 1 {
 		t.Errorf("subscribed %d times to a runtime without the stream", n)
+	}
+	cancel()
+	<-stopped
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= startGoroutines })
+}
+
+// streamingSource is a runtime whose event stream opens at once and stays open, sending what
+// is put on events, until broken or ctx ends.
+type streamingSource struct {
+	events chan *runtimeapi.ContainerEventResponse
+	broken chan struct{}
+}
+
+func (s *streamingSource) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	established(nil)
+	for {
+		select {
+		case e := <-s.events:
+			ch <- e
+		case <-s.broken:
+			return errors.New("stream broke")
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func cacheTime(c Cache) time.Time {
+	cc := c.(*cache)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.timestamp == nil {
+		return time.Time{}
+	}
+	return *cc.timestamp
+}
+
+// With the stream established the relist runs every 5 minutes, while the cache's time still
+// moves on every second; when the stream breaks, the PLEG relists at once.
+func TestEventedRelistsRarelyAndKeepsTheCacheFresh(t *testing.T) {
+	startGoroutines := runtime.NumGoroutine()
+	rt := newFakeRuntime()
+	src := &streamingSource{events: make(chan *runtimeapi.ContainerEventResponse), broken: make(chan struct{})}
+	g, c, clk := newTestPLEG(rt, src)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		g.Run(ctx)
+		close(stopped)
+	}()
+	waitFor(t, "the stream", g.streaming.Load)
+	waitFor(t, "the first relist", func() bool { return g.relistTime.Load() != nil })
+	lists := func() int {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return rt.lists
+	}
+
+	for i := 1; i <= 10; i++ {
+		waitFor(t, "the timers", func() bool { return clk.Waiters() >= 2 })
+		clk.Step(time.Second)
+		want := t0.Add(time.Duration(i) * time.Second)
+		waitFor(t, fmt.Sprintf("the cache's time at %d s", i), func() bool { return !cacheTime(c).Before(want) })
+	}
+	// The first relist, and one more if the stream opened after the first wait had begun.
+	if n := lists(); n > 2 {
+		t.Fatalf("relisted %d times in 10 s while the stream was up", n)
+	}
+	before := lists()
+	if ok, err := g.Healthy(); !ok {
+		t.Fatalf("unhealthy while streaming: %v", err)
+	}
+
+	rt.set("u1", "sb:running", "c1:running")
+	src.events <- criEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	var got []string
+	waitFor(t, "the streamed event", func() bool {
+		select {
+		case e := <-g.Watch():
+			got = append(got, string(e.Type)+"/"+e.Data.(string))
+		default:
+		}
+		return len(got) == 2
+	})
+
+	close(src.broken)
+	waitFor(t, "a relist right after the stream broke", func() bool { return lists() > before })
+	if g.streaming.Load() {
+		t.Error("still streaming after the stream broke")
 	}
 	cancel()
 	<-stopped

@@ -57,15 +57,17 @@ type PodLifecycleEventGenerator interface {
 	Start(ctx context.Context)
 	// Watch is the channel of events (one consumer: syncLoop).
 	Watch() chan *PodLifecycleEvent
-	// Healthy is false when no relist has finished within the last 3 minutes.
+	// Healthy is false when no relist has finished within the last 3 minutes (10 while the
+	// runtime streams container events).
 	Healthy() (bool, error)
 }
 
-// EventSource is the runtime's stream of container events (CRI GetContainerEvents).
-// GetContainerEvents sends events to ch until the stream breaks (it returns the error) or ctx
-// ends; k8s.io/cri-client's RemoteRuntimeService.GetContainerEvents has this shape.
+// EventSource is the runtime's stream of container events (CRI GetContainerEvents, as
+// k8s.io/cri-api's RuntimeService has it). GetContainerEvents calls established once the
+// stream is open, then sends events to ch until the stream breaks (it returns the error) or
+// ctx ends.
 type EventSource interface {
-	GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse) error
+	GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
 }
 
 // Cache holds the runtime status of every pod the runtime knows, with when it was read. Pod
