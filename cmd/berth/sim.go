@@ -47,6 +47,7 @@ Image names containing "fail-pull" fail to pull.`,
 			if err != nil {
 				return err
 			}
+			patientHTTP2()
 			opts := sim.Options{Nodes: nodes, NamePrefix: prefix, PodsPerNode: podsPerNode, DataDir: dataDir,
 				Runtime: memory.Options{PullDelay: pullDelay}}
 			if templatePath != "" {
@@ -120,4 +121,17 @@ func readNodeTemplate(path string) (*v1.Node, error) {
 		return nil, fmt.Errorf("--node-template %s: kind %s, want a Node", path, gvk.Kind)
 	}
 	return n, nil
+}
+
+// patientHTTP2 gives this process's API connections a minute, not client-go's 30 s + 15 s,
+// before an unanswered HTTP/2 health-check ping drops them, unless the environment says
+// otherwise (client-go reads these variables). The simulation is a load generator beside its
+// API server on few cores: when both are CPU-bound a ping waits long for its answer, and a
+// connection dropped for that is redialled, with a TLS handshake, under the same starvation.
+func patientHTTP2() {
+	for name, seconds := range map[string]string{"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "60", "HTTP2_PING_TIMEOUT_SECONDS": "60"} {
+		if _, set := os.LookupEnv(name); !set {
+			os.Setenv(name, seconds)
+		}
+	}
 }

@@ -320,7 +320,7 @@ func (kl *Kubelet) podsToMeasure() []*v1.Pod {
 func (kl *Kubelet) getPodsToSync() []*v1.Pod {
 	due := sets.New(kl.workQueue.GetWork()...)
 	var pods []*v1.Pod
-	for _, pod := range kl.podManager.GetPods() {
+	for _, pod := range kl.podManager.Pods() {
 		if due.Has(pod.UID) || (kl.pastActiveDeadline(pod) && !kl.podWorkers.IsPodTerminationRequested(pod.UID)) {
 			pods = append(pods, pod)
 		}
@@ -423,7 +423,7 @@ func (kl *Kubelet) dispatchWork(pod *v1.Pod, syncType kubetypes.SyncPodType, mir
 // activePods are the admitted pods that still hold resources, other than pod itself.
 func (kl *Kubelet) activePods(except *v1.Pod) []*v1.Pod {
 	var out []*v1.Pod
-	for _, p := range kl.podManager.GetPods() {
+	for _, p := range kl.podManager.Pods() {
 		if p.UID == except.UID || kl.podWorkers.IsPodKnownTerminated(p.UID) {
 			continue
 		}

@@ -116,12 +116,19 @@ type annotatedContainer struct {
 	Ports                     []v1.ContainerPort
 }
 
+// containerHash is the spec hash the container was created with (0 if none parses): all
+// a listing needs of the annotations, read without the rest.
+func containerHash(a map[string]string) uint64 {
+	h, _ := strconv.ParseUint(a[containerHashAnnotation], 16, 64)
+	return h
+}
+
 func containerInfoFromAnnotations(a map[string]string) annotatedContainer {
 	info := annotatedContainer{
 		TerminationMessagePath:   a[terminationMessagePathAnnotation],
 		TerminationMessagePolicy: v1.TerminationMessagePolicy(a[terminationPolicyAnnotation]),
 	}
-	info.Hash, _ = strconv.ParseUint(a[containerHashAnnotation], 16, 64)
+	info.Hash = containerHash(a)
 	info.RestartCount, _ = strconv.Atoi(a[restartCountAnnotation])
 	parseInt64 := func(key string) *int64 {
 		if s, ok := a[key]; ok {

@@ -277,7 +277,7 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*container.Pod, erro
 			Name:    l.ContainerName,
 			Image:   c.GetImage().GetImage(),
 			ImageID: c.ImageRef,
-			Hash:    containerInfoFromAnnotations(c.Annotations).Hash,
+			Hash:    containerHash(c.Annotations),
 			State:   toState(c.State),
 		})
 	}

@@ -97,6 +97,18 @@ func (m *Manager) GetPods() []*v1.Pod {
 	return sorted(m.podByUID)
 }
 
+// Pods returns the regular pods in no order, for the sync loop's scan every second and
+// admission, where order does not matter and sorting would be most of the cost.
+func (m *Manager) Pods() []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	pods := make([]*v1.Pod, 0, len(m.podByUID))
+	for _, pod := range m.podByUID {
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
 // GetPodsAndMirrorPods returns the regular pods, the mirror pods, and the full names of the
 // mirror pods whose static pod is gone (orphans to delete from the API).
 func (m *Manager) GetPodsAndMirrorPods() (pods, mirrorPods []*v1.Pod, orphanedMirrorPodFullnames []string) {

@@ -110,6 +110,16 @@ type manager struct {
 	// apiStatusVersions is the last version written, by the UID of the API's pod (the
 	// mirror pod's for a static pod).
 	apiStatusVersions map[types.UID]uint64
+	// inSync remembers, by the API pod's UID, the pair last found not to have drifted: the
+	// API pod's resourceVersion and our status version. While neither changes the answer
+	// cannot, so the 10-second check of every pod costs a map lookup instead of a compare.
+	inSync map[types.UID]syncedPair
+}
+
+// syncedPair is an API pod's resourceVersion and the status version compared with it.
+type syncedPair struct {
+	resourceVersion string
+	version         uint64
 }
 
 // NewManager returns a Manager writing through kubeClient (nil: it keeps statuses and
@@ -124,6 +134,7 @@ func NewManager(kubeClient kubernetes.Interface, podManager PodManager, safety P
 		podStatuses:       map[types.UID]versionedStatus{},
 		changed:           make(chan struct{}, 1),
 		apiStatusVersions: map[types.UID]uint64{},
+		inSync:            map[types.UID]syncedPair{},
 	}
 	for _, o := range opts {
 		o(m)

@@ -737,3 +737,34 @@ func TestStartWritesAndResyncs(t *testing.T) {
 		t.Fatalf("no write after the periodic tick")
 	}
 }
+
+// The 10-second check remembers a pod found in sync by the API pod's resourceVersion and our
+// status version: a new resourceVersion (the API's status changed) is compared again.
+func TestDriftCheckRemembersPodsInSync(t *testing.T) {
+	pod := makePod("p", "a")
+	e := newEnv(t, pod)
+	e.m.SetPodStatus(e.logger, pod, runningPodStatus(pod))
+	e.sync(false)
+	api := e.apiPod(t, "p")
+	api.ResourceVersion = "7"
+	e.pm.add(api)
+	if patches, _ := e.sync(true); len(patches) != 0 {
+		t.Fatalf("a pod in sync was patched: %v", patches)
+	}
+	if got := e.m.inSync[api.UID]; got.resourceVersion != "7" || got.version != 1 {
+		t.Fatalf("remembered %+v, want resourceVersion 7 at version 1", got)
+	}
+
+	api = api.DeepCopy()
+	api.Status.PodIP = "10.0.0.99"
+	api.Status.PodIPs = []v1.PodIP{{IP: "10.0.0.99"}}
+	api, err := e.client.CoreV1().Pods("ns").UpdateStatus(e.ctx, api, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.ResourceVersion = "8"
+	e.pm.add(api)
+	if patches, _ := e.sync(true); len(patches) != 1 {
+		t.Fatalf("the drift at a new resourceVersion was not written: %v", patches)
+	}
+}

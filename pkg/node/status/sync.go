@@ -71,7 +71,7 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 		case !all:
 		case known != nil && canBeDeleted(known, m.couldHaveRunningContainers(known)):
 			todo = append(todo, podSync{uid, apiUID, s})
-		case apiCopy != nil && m.drifted(apiCopy, &s.status):
+		case apiCopy != nil && m.drifted(apiUID, apiCopy, s):
 			logger.V(3).Info("Pod status is inconsistent with cached status for pod, a reconciliation should be triggered", "pod", klog.KObj(apiCopy))
 			delete(m.apiStatusVersions, apiUID)
 			todo = append(todo, podSync{uid, apiUID, s})
@@ -83,6 +83,11 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 				delete(m.apiStatusVersions, uid)
 			}
 		}
+		for uid := range m.inSync {
+			if !live[uid] {
+				delete(m.inSync, uid)
+			}
+		}
 	}
 	for _, t := range todo {
 		logger.V(5).Info("Sync pod status", "podUID", t.uid, "statusUID", t.apiUID, "version", t.status.version)
@@ -92,10 +97,19 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 }
 
 // drifted reports an API copy of the pod whose status differs from ours.
-func (m *manager) drifted(apiPod *v1.Pod, ours *v1.PodStatus) bool {
+func (m *manager) drifted(apiUID types.UID, apiPod *v1.Pod, ours versionedStatus) bool {
+	pair := syncedPair{apiPod.ResourceVersion, ours.version}
+	if pair.resourceVersion != "" && m.inSync[apiUID] == pair {
+		return false
+	}
 	theirs := apiPod.Status.DeepCopy()
 	normalizeStatus(apiPod, theirs)
-	return !statusEqual(theirs, ours)
+	if !statusEqual(theirs, &ours.status) {
+		delete(m.inSync, apiUID)
+		return true
+	}
+	m.inSync[apiUID] = pair
+	return false
 }
 
 // syncPod writes one status: GET the pod, merge, PATCH what changed, and DELETE the pod when
