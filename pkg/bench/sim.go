@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,8 +99,12 @@ func simCluster(ctx context.Context, kubeconfig string, n int) (t *target, s *si
 		if kubeconfig != "" {
 			_ = t.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		}
-		s.stop()
-		t.stop()
+		// Both at once: removing the sim's directory (a directory per pod) takes minutes
+		// after a large run, and berth up should not wait for it.
+		var wg sync.WaitGroup
+		wg.Go(s.stop)
+		wg.Go(t.stop)
+		wg.Wait()
 	}
 	return t, s, ns, nodesReady, cleanup, nil
 }
