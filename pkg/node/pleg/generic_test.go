@@ -379,6 +379,21 @@ func (s *fakeEventSource) count() int {
 	return s.subscriptions
 }
 
+// receive waits for n events from the PLEG and returns them as "Type/data ...".
+func receive(t *testing.T, g *GenericPLEG, n int) string {
+	t.Helper()
+	var got []string
+	waitFor(t, "the streamed events", func() bool {
+		select {
+		case e := <-g.Watch():
+			got = append(got, string(e.Type)+"/"+e.Data.(string))
+		default:
+		}
+		return len(got) == n
+	})
+	return strings.Join(got, " ")
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -411,16 +426,7 @@ func TestRunFollowsTheEventStream(t *testing.T) {
 	// fake clock has not moved).
 	rt.set("u1", "sb:running", "c1:running")
 	close(src.gate)
-	var got []string
-	waitFor(t, "the streamed event", func() bool {
-		select {
-		case e := <-g.Watch():
-			got = append(got, string(e.Type)+"/"+e.Data.(string))
-		default:
-		}
-		return len(got) == 2
-	})
-	if strings.Join(got, " ") != "ContainerStarted/c1 ContainerStarted/sb" {
+	if got := receive(t, g, 2); got != "ContainerStarted/c1 ContainerStarted/sb" {
 		t.Errorf("events %v", got)
 	}
 
@@ -552,15 +558,9 @@ func TestEventedRelistsRarelyAndKeepsTheCacheFresh(t *testing.T) {
 
 	rt.set("u1", "sb:running", "c1:running")
 	src.events <- criEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
-	var got []string
-	waitFor(t, "the streamed event", func() bool {
-		select {
-		case e := <-g.Watch():
-			got = append(got, string(e.Type)+"/"+e.Data.(string))
-		default:
-		}
-		return len(got) == 2
-	})
+	if got := receive(t, g, 2); got != "ContainerStarted/c1 ContainerStarted/sb" {
+		t.Errorf("events %v", got)
+	}
 
 	close(src.broken)
 	waitFor(t, "a relist right after the stream broke", func() bool { return lists() > before })
