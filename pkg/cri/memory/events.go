@@ -5,7 +5,6 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/utils/clock"
 )
 
 // subscriber is one GetContainerEvents caller.
@@ -43,12 +42,8 @@ func (r *Runtime) GetContainerEvents(ctx context.Context, containerEventsCh chan
 	return nil
 }
 
-// emitSandbox sends an event of sandbox s, which is in its new state. Caller holds r.mu.
-func (r *Runtime) emitSandbox(s *sandbox, t runtimeapi.ContainerEventType, at int64) {
-	r.emit(s.id, s, t, at)
-}
-
-// emit sends one event to every subscriber without waiting. Caller holds r.mu.
+// emit sends one event of container (or sandbox) id in sandbox s, both in their new state,
+// to every subscriber without waiting. Caller holds r.mu.
 func (r *Runtime) emit(id string, s *sandbox, t runtimeapi.ContainerEventType, at int64) {
 	if len(r.subscribers) == 0 {
 		return
@@ -106,11 +101,4 @@ func (r *Runtime) exitsDue() {
 	defer r.mu.Unlock()
 	r.exitTimer, r.exitTimerAt = nil, 0
 	r.advance()
-}
-
-// timerOf is the exit timer, for tests.
-func (r *Runtime) timerOf() clock.Timer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.exitTimer
 }

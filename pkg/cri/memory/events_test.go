@@ -8,6 +8,7 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 )
 
 // subscribe follows r's container events into a buffered channel until the test ends.
@@ -28,6 +29,13 @@ func subscribe(t *testing.T, r *Runtime, buffer int) chan *runtimeapi.ContainerE
 		}
 	})
 	return ch
+}
+
+// timerOf is r's exit timer (nil when none is armed).
+func (r *Runtime) timerOf() clock.Timer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exitTimer
 }
 
 // eventLine is "TYPE id-kind sandbox-state" for comparing events.

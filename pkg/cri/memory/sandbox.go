@@ -69,8 +69,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		s.ips = ips
 	}
 	r.sandboxes[s.id] = s
-	r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, now)
-	r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
+	r.emit(s.id, s, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, now)
+	r.emit(s.id, s, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
 	return s.id, nil
 }
 
@@ -102,7 +102,7 @@ func (r *Runtime) stopSandbox(s *sandbox, now int64) {
 	s.ips = nil
 	if s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		s.state, s.view = runtimeapi.PodSandboxState_SANDBOX_NOTREADY, nil
-		r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, now)
+		r.emit(s.id, s, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, now)
 	}
 }
 
@@ -123,7 +123,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	}
 	s.containers = nil
 	delete(r.sandboxes, s.id)
-	r.emitSandbox(s, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, now)
+	r.emit(s.id, s, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, now)
 	return nil
 }
 
