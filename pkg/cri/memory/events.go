@@ -2,15 +2,11 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// subscriber is one GetContainerEvents caller.
-type subscriber struct {
-	ch chan *runtimeapi.ContainerEventResponse
-}
 
 // GetContainerEvents streams the runtime's container events to containerEventsCh until ctx
 // ends, as containerd 1.7's CRI does: CREATED, STARTED, STOPPED and DELETED for every
@@ -20,10 +16,9 @@ type subscriber struct {
 // in containerEventsCh is dropped (and counted in Counts), and the node agent's relist finds
 // the change instead. It returns nil once ctx ends.
 func (r *Runtime) GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
-	sub := &subscriber{ch: containerEventsCh}
 	r.mu.Lock()
 	r.advance()
-	r.subscribers = append(r.subscribers, sub)
+	r.subscribers = append(r.subscribers, containerEventsCh)
 	r.armExitTimer()
 	r.mu.Unlock()
 	if connectionEstablishedCallback != nil {
@@ -32,11 +27,8 @@ func (r *Runtime) GetContainerEvents(ctx context.Context, containerEventsCh chan
 	<-ctx.Done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, s := range r.subscribers {
-		if s == sub {
-			r.subscribers = append(r.subscribers[:i], r.subscribers[i+1:]...)
-			break
-		}
+	if i := slices.Index(r.subscribers, containerEventsCh); i >= 0 {
+		r.subscribers = slices.Delete(r.subscribers, i, i+1)
 	}
 	r.armExitTimer()
 	return nil
@@ -60,9 +52,9 @@ func (r *Runtime) emit(id string, s *sandbox, t runtimeapi.ContainerEventType, a
 			Labels:    s.labels,
 		},
 	}
-	for _, sub := range r.subscribers {
+	for _, ch := range r.subscribers {
 		select {
-		case sub.ch <- ev:
+		case ch <- ev:
 		default:
 			r.droppedEvents++
 		}

@@ -44,6 +44,14 @@ func eventLine(ev *runtimeapi.ContainerEventResponse, names map[string]string) s
 	return fmt.Sprintf("%s %s %s", t, names[ev.ContainerId], ev.PodSandboxStatus.GetState())
 }
 
+// wantEvents fails the test unless the events queued now are want, in order.
+func wantEvents(t *testing.T, ch chan *runtimeapi.ContainerEventResponse, names map[string]string, what string, want ...string) {
+	t.Helper()
+	if got := drain(ch, names); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
 // drain reads the events queued now.
 func drain(ch chan *runtimeapi.ContainerEventResponse, names map[string]string) []string {
 	var got []string
@@ -65,14 +73,11 @@ func TestContainerEventsFollowTheLifecycle(t *testing.T) {
 	app := createAndStart(t, r, sbID, sb, "app")
 	job := createAndStart(t, r, sbID, sb, "job")
 	names := map[string]string{sbID: "sandbox", app: "app", job: "job"}
-	want := []string{
+	wantEvents(t, ch, names, "events of a start",
 		"CREATED sandbox SANDBOX_READY", "STARTED sandbox SANDBOX_READY",
 		"CREATED app SANDBOX_READY", "STARTED app SANDBOX_READY",
 		"CREATED job SANDBOX_READY", "STARTED job SANDBOX_READY",
-	}
-	if got := drain(ch, names); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("events of a start:\n got %q\nwant %q", got, want)
-	}
+	)
 
 	// The scripted exit is sent by the runtime's timer, with no CRI call from anyone.
 	clk.Step(5 * time.Second)
@@ -97,13 +102,10 @@ func TestContainerEventsFollowTheLifecycle(t *testing.T) {
 	if err := r.RemovePodSandbox(ctx, sbID); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{
+	wantEvents(t, ch, names, "events of a stop and removal",
 		"STOPPED app SANDBOX_READY", "STOPPED sandbox SANDBOX_NOTREADY",
 		"DELETED app SANDBOX_NOTREADY", "DELETED job SANDBOX_NOTREADY", "DELETED sandbox SANDBOX_NOTREADY",
-	}
-	if got := drain(ch, names); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("events of a stop and removal:\n got %q\nwant %q", got, want)
-	}
+	)
 	if r.timerOf() != nil {
 		t.Error("an exit timer is armed with no exit pending")
 	}
@@ -122,13 +124,10 @@ func TestContainerEventsFailedStartAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := map[string]string{sbID: "sandbox", bad: "bad"}
-	want := []string{
+	wantEvents(t, ch, names, "events",
 		"CREATED sandbox SANDBOX_READY", "STARTED sandbox SANDBOX_READY",
 		"CREATED bad SANDBOX_READY", "STOPPED bad SANDBOX_READY", "DELETED bad SANDBOX_READY",
-	}
-	if got := drain(ch, names); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("events:\n got %q\nwant %q", got, want)
-	}
+	)
 	if md := sandboxStatus(t, r, sbID).Metadata; md.Uid != "uid-pod" {
 		t.Fatalf("sandbox metadata %v", md)
 	}

@@ -100,7 +100,7 @@ type Runtime struct {
 
 	// subscribers are the GetContainerEvents callers; while there are any, exitTimer fires
 	// at the soonest scripted exit (exitTimerAt, 0 when none is armed).
-	subscribers   []*subscriber
+	subscribers   []chan *runtimeapi.ContainerEventResponse
 	exitTimer     clock.Timer
 	exitTimerAt   int64
 	droppedEvents int
