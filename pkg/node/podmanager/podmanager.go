@@ -10,6 +10,8 @@
 package podmanager
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -102,11 +104,7 @@ func (m *Manager) GetPods() []*v1.Pod {
 func (m *Manager) Pods() []*v1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	pods := make([]*v1.Pod, 0, len(m.podByUID))
-	for _, pod := range m.podByUID {
-		pods = append(pods, pod)
-	}
-	return pods
+	return slices.Collect(maps.Values(m.podByUID))
 }
 
 // GetPodsAndMirrorPods returns the regular pods, the mirror pods, and the full names of the
@@ -220,10 +218,7 @@ func IsMirrorPodOf(mirrorPod, pod *v1.Pod) bool {
 }
 
 func sorted(byUID map[types.UID]*v1.Pod) []*v1.Pod {
-	pods := make([]*v1.Pod, 0, len(byUID))
-	for _, pod := range byUID {
-		pods = append(pods, pod)
-	}
+	pods := slices.Collect(maps.Values(byUID))
 	sort.Slice(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
 		if a.Namespace != b.Namespace {

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,16 +79,8 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 		}
 	}
 	if all {
-		for uid := range m.apiStatusVersions {
-			if !live[uid] {
-				delete(m.apiStatusVersions, uid)
-			}
-		}
-		for uid := range m.inSync {
-			if !live[uid] {
-				delete(m.inSync, uid)
-			}
-		}
+		maps.DeleteFunc(m.apiStatusVersions, func(uid types.UID, _ uint64) bool { return !live[uid] })
+		maps.DeleteFunc(m.inSync, func(uid types.UID, _ syncedPair) bool { return !live[uid] })
 	}
 	for _, t := range todo {
 		logger.V(5).Info("Sync pod status", "podUID", t.uid, "statusUID", t.apiUID, "version", t.status.version)
