@@ -280,21 +280,25 @@ func (g *GenericPLEG) watchEvents(ctx context.Context) {
 			g.handleStreamed(ctx, ev)
 		case <-fresh.C():
 			if g.streaming.Load() {
-				// Everything the runtime sent by now is queued: handle it, then the cache
-				// reflects the runtime as of now, as after a relist.
-				now := g.clock.Now()
-				for drained := false; !drained; {
-					select {
-					case ev := <-ch:
-						g.handleStreamed(ctx, ev)
-					default:
-						drained = true
-					}
-				}
-				g.cache.UpdateTime(now)
+				g.markFresh(ctx, ch)
 			}
 			fresh.Reset(g.relistPeriod)
 		case <-done:
+			return
+		}
+	}
+}
+
+// markFresh handles the events queued by now, which is everything the runtime sent by now,
+// and then dates the whole cache now, as a relist would.
+func (g *GenericPLEG) markFresh(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse) {
+	now := g.clock.Now()
+	for {
+		select {
+		case ev := <-ch:
+			g.handleStreamed(ctx, ev)
+		default:
+			g.cache.UpdateTime(now)
 			return
 		}
 	}
