@@ -654,3 +654,34 @@ func TestMemoryEmptyDirAndRemovePodDir(t *testing.T) {
 		t.Errorf("pod dir still there: %v", err)
 	}
 }
+
+// A memory emptyDir is sized as the kubelet sizes it; its sizeLimit is optional (the
+// /dev/shm pod of charts has none, and once crashed the whole process).
+func TestEmptyDirMemorySize(t *testing.T) {
+	m, _ := testManager(t, nil)
+	m.allocatable = v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	limited := func(mem string) v1.Container {
+		return v1.Container{Name: "c", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse(mem)}}}
+	}
+	for _, tc := range []struct {
+		name       string
+		containers []v1.Container
+		sizeLimit  *resource.Quantity
+		want       int64
+	}{
+		{"no sizeLimit, no limits: allocatable", []v1.Container{{Name: "c"}}, nil, 1 << 30},
+		{"no sizeLimit, every container limited: the pod's limit", []v1.Container{limited("100Mi"), limited("28Mi")}, nil, 128 << 20},
+		{"one container unlimited: allocatable", []v1.Container{limited("100Mi"), {Name: "d"}}, nil, 1 << 30},
+		{"a smaller sizeLimit wins", []v1.Container{limited("100Mi")}, q("16Mi"), 16 << 20},
+		{"a larger sizeLimit is lowered to the pod's limit", []v1.Container{limited("100Mi")}, q("2Gi"), 100 << 20},
+		{"a zero sizeLimit is no limit", nil, q("0"), 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: tc.containers}}
+			if got := m.emptyDirMemorySize(pod, &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: tc.sizeLimit}); got != tc.want {
+				t.Errorf("size = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

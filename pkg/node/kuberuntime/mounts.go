@@ -129,7 +129,7 @@ func (m *Manager) ensureEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {
 		return "", err
 	}
 	if vol.EmptyDir.Medium == v1.StorageMediumMemory {
-		if err := m.mountTmpfs(dir, vol.EmptyDir.SizeLimit.Value()); err != nil {
+		if err := m.mountTmpfs(dir, m.emptyDirMemorySize(pod, vol.EmptyDir)); err != nil {
 			return "", err
 		}
 	}
@@ -140,16 +140,27 @@ func (m *Manager) ensureEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {
 	return dir, volume.SetOwnership(dir, pod, false)
 }
 
-// mountTmpfs mounts a tmpfs at dir unless one is there, of size bytes (0: the node's
-// allocatable memory, as the kubelet sizes it).
+// emptyDirMemorySize is the size of a memory-backed emptyDir's tmpfs, as the kubelet computes
+// it (calculateEmptyDirMemorySize): the node's allocatable memory, lowered to the pod's memory
+// limit when every container has one (the pod cgroup's limit), and to the volume's sizeLimit
+// when that is set and smaller still. A sizeLimit is optional: nil means no limit of its own.
+func (m *Manager) emptyDirMemorySize(pod *v1.Pod, ed *v1.EmptyDirVolumeSource) int64 {
+	size := m.allocatable.Memory().Value()
+	if limit := m.podCgroupResources(pod).memoryLimit; limit > 0 && (size <= 0 || limit < size) {
+		size = limit
+	}
+	if ed.SizeLimit != nil && ed.SizeLimit.Sign() > 0 && (size <= 0 || ed.SizeLimit.Value() < size) {
+		size = ed.SizeLimit.Value()
+	}
+	return size
+}
+
+// mountTmpfs mounts a tmpfs at dir unless one is there, of size bytes (0: the kernel's
+// default, half the machine's memory).
 func (m *Manager) mountTmpfs(dir string, size int64) error {
 	var st, parent syscall.Statfs_t
 	if syscall.Statfs(dir, &st) == nil && syscall.Statfs(filepath.Dir(dir), &parent) == nil && st.Type == 0x01021994 && st.Fsid != parent.Fsid {
 		return nil // TMPFS_MAGIC, and not the parent's filesystem: already mounted
-	}
-	if size <= 0 {
-		mem := m.allocatable[v1.ResourceMemory]
-		size = mem.Value()
 	}
 	opts := ""
 	if size > 0 {

@@ -1,0 +1,94 @@
+// Package panics contains a panic at the boundary of the goroutine that handles one pod, one
+// object or one request, so that one bad input never ends the process: `berth up` runs etcd,
+// the API server, the controllers, the scheduler and a node agent in one process
+// (DESIGN.md, "One process, many failure domains").
+//
+// A recovered panic is logged with its stack, counted in berth_recovered_panics_total{component}
+// and handed back as an error, so that the caller records an event and a status reason and
+// retries with its usual back-off.
+package panics
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+)
+
+// Recovered counts the panics recovered, by component ("podworker", "prober", "scheduler",
+// "controller/namespace", ...). The API server's /metrics serves it (the legacy registry);
+// the node API's and the scheduler's registries add it too.
+var Recovered = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "berth_recovered_panics_total",
+	Help: "Panics recovered at the boundary of the goroutine that handles one pod, object or request, by component.",
+}, []string{"component"})
+
+func init() { legacyregistry.RawMustRegister(Recovered) }
+
+// Error is a recovered panic: what was thrown, and where.
+type Error struct {
+	Component string
+	Value     any
+	Stack     []byte
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("internal error in %s: recovered from panic: %v", e.Component, e.Value)
+}
+
+// Recover is deferred at a goroutine boundary: it stops a panic, logs it with its stack,
+// counts it, and hands it to onPanic (when not nil).
+//
+//	defer panics.Recover(ctx, "prober", func(err error) { ... })
+func Recover(ctx context.Context, component string, onPanic func(err error)) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	err := record(ctx, component, r)
+	if onPanic != nil {
+		onPanic(err)
+	}
+}
+
+// Call runs f and returns its error, or the panic it raised as an *Error.
+func Call(ctx context.Context, component string, f func() error) (err error) {
+	defer Recover(ctx, component, func(e error) { err = e })
+	return f()
+}
+
+// Forever runs f again and again until ctx ends: when it returns or panics, after a back-off
+// of one second doubling to a minute (reset by a run that lasted a minute). It is for the
+// long-running loops of one component (PLEG's relist, the volume resync, the eviction
+// manager), which must come back after a fault rather than stop silently.
+func Forever(ctx context.Context, component string, f func(ctx context.Context)) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		start := time.Now()
+		_ = Call(ctx, component, func() error { f(ctx); return nil })
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			backoff = time.Second
+		}
+		klog.FromContext(ctx).Info("Restarting a stopped loop", "component", component, "after", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+}
+
+func record(ctx context.Context, component string, r any) *Error {
+	e := &Error{Component: component, Value: r, Stack: debug.Stack()}
+	Recovered.WithLabelValues(component).Inc()
+	klog.FromContext(ctx).Error(nil, "Recovered from a panic", "component", component, "panic", fmt.Sprint(r), "stack", string(e.Stack))
+	return e
+}
