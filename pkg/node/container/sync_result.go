@@ -38,6 +38,9 @@ var (
 	ErrImageInspect          = errors.New("ImageInspectError")
 	ErrImageNeverPull        = errors.New("ErrImageNeverPull")
 	ErrInvalidImageName      = errors.New("InvalidImageName")
+	// ErrInternal is berth's: the pod's sync panicked (a bug of the node agent's, which the pod
+	// worker contained); the message has the panic.
+	ErrInternal = errors.New("InternalError")
 )
 
 // SyncResult is the outcome of one step on one target (a container name, a pod).

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/node/metrics"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // MonitoringInterval is how often usage is measured (the kubelet's evictionMonitoringPeriod).
@@ -97,7 +98,8 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		m.synchronize(ctx)
+		// A pass that panics is retried at the next interval.
+		_ = panics.Call(ctx, Component, func() error { m.synchronize(ctx); return nil })
 	}
 }
 
@@ -155,3 +157,6 @@ func (m *Manager) Conditions() []v1.NodeConditionType {
 	defer m.mu.Unlock()
 	return append([]v1.NodeConditionType(nil), m.conditions...)
 }
+
+// Component names the eviction manager in berth_recovered_panics_total.
+const Component = "eviction"

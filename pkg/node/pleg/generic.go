@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/metrics"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 const (
@@ -114,11 +115,12 @@ func (g *GenericPLEG) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.watchEvents(ctx)
+			panics.Forever(ctx, Component, g.watchEvents)
 		}()
 	}
 	for {
-		g.Relist(ctx)
+		// A relist that panics is retried at the next period, as a failed one is.
+		_ = panics.Call(ctx, Component, func() error { g.Relist(ctx); return nil })
 		period := g.relistPeriod
 		if g.streaming.Load() {
 			period = eventedRelistPeriod
@@ -429,3 +431,6 @@ func (g *GenericPLEG) RelistPod(ctx context.Context, uid types.UID, name, namesp
 	g.record(uid, next)
 	g.send(klog.FromContext(ctx), events, status)
 }
+
+// Component names the PLEG in berth_recovered_panics_total.
+const Component = "pleg"

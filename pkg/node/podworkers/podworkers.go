@@ -2,6 +2,7 @@ package podworkers
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -15,10 +16,15 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
-// FailedSync is the event reason of a pod whose status could not be determined.
+// FailedSync is the event reason of a pod whose status could not be determined, or whose
+// sync failed with an internal error.
 const FailedSync = "FailedSync"
+
+// Component names the pod workers in berth_recovered_panics_total.
+const Component = "podworker"
 
 // podWorkers is the driver: it holds the machine under one lock, runs one goroutine per pod
 // and carries out the machine's actions.
@@ -220,7 +226,7 @@ func (p *podWorkers) workerLoop(w *worker) {
 			p.act(p.m.finishWork(logger, w.uid, work, res))
 			p.mu.Unlock()
 			if ps, ok := p.syncer.(PostSyncer); ok && res.ran && work.State == SyncPod && work.Options.Pod != nil {
-				ps.PodSyncRecorded(ctx, work.Options.Pod)
+				_ = panics.Call(ctx, Component, func() error { ps.PodSyncRecorded(ctx, work.Options.Pod); return nil })
 			}
 			logger.V(4).Info("Processing pod event done", "workType", work.State)
 		}
@@ -243,19 +249,40 @@ func (p *podWorkers) doWork(ctx context.Context, uid types.UID, work podWork) wo
 	}
 	var res workResult
 	res.ran = true
-	switch work.State {
-	case TerminatedPod:
-		res.err = p.syncer.SyncTerminatedPod(ctx, opts.Pod, status)
-	case TerminatingPod:
-		if opts.RunningPod != nil {
-			res.err = p.syncer.SyncTerminatingRuntimePod(ctx, opts.RunningPod)
-		} else {
-			res.err = p.syncer.SyncTerminatingPod(ctx, opts.Pod, status, work.GracePeriod, work.StatusFn)
+	// One pod's sync never takes the node agent down: a panic is this pod's failed sync.
+	res.err = panics.Call(ctx, Component, func() (err error) {
+		switch work.State {
+		case TerminatedPod:
+			return p.syncer.SyncTerminatedPod(ctx, opts.Pod, status)
+		case TerminatingPod:
+			if opts.RunningPod != nil {
+				return p.syncer.SyncTerminatingRuntimePod(ctx, opts.RunningPod)
+			}
+			return p.syncer.SyncTerminatingPod(ctx, opts.Pod, status, work.GracePeriod, work.StatusFn)
+		default:
+			res.isTerminal, err = p.syncer.SyncPod(ctx, opts.UpdateType, opts.Pod, opts.MirrorPod, status)
+			return err
 		}
-	default:
-		res.isTerminal, res.err = p.syncer.SyncPod(ctx, opts.UpdateType, opts.Pod, opts.MirrorPod, status)
+	})
+	if pe := (*panics.Error)(nil); errors.As(res.err, &pe) {
+		p.reportPanic(ctx, opts, status, pe)
 	}
 	return res
+}
+
+// reportPanic tells the user of a sync that panicked: a Warning event on the pod, and the
+// syncer's status reason. A panic while reporting is contained too.
+func (p *podWorkers) reportPanic(ctx context.Context, opts UpdatePodOptions, status *container.PodStatus, err error) {
+	pod := opts.Pod
+	if pod == nil {
+		return // an orphaned runtime pod: the log has it
+	}
+	if p.recorder != nil {
+		p.recorder.Eventf(pod, v1.EventTypeWarning, FailedSync, "error syncing pod: %v", err)
+	}
+	if r, ok := p.syncer.(PanicReporter); ok {
+		_ = panics.Call(ctx, Component, func() error { r.PodSyncPanicked(ctx, pod, status, err); return nil })
+	}
 }
 
 // statusNewerThan waits for a cache status of the pod read after t, or for ctx to end.

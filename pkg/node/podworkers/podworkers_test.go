@@ -14,9 +14,12 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
 	nodetypes "github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // fakeSyncer records the calls; a call whose key ("SyncPod:a", ...) has a gate blocks until the
@@ -25,9 +28,13 @@ type fakeSyncer struct {
 	mu    sync.Mutex
 	calls []string
 	gates map[string]chan struct{}
+	// panics are how many more times a call of the key panics.
+	panics map[string]int
 }
 
-func newFakeSyncer() *fakeSyncer { return &fakeSyncer{gates: map[string]chan struct{}{}} }
+func newFakeSyncer() *fakeSyncer {
+	return &fakeSyncer{gates: map[string]chan struct{}{}, panics: map[string]int{}}
+}
 
 func (f *fakeSyncer) gate(key string) chan struct{} {
 	f.mu.Lock()
@@ -41,7 +48,15 @@ func (f *fakeSyncer) record(ctx context.Context, key, call string) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, call)
 	gate := f.gates[key]
+	panicNow := f.panics[key] > 0
+	if panicNow {
+		f.panics[key]--
+	}
 	f.mu.Unlock()
+	if panicNow {
+		var pod *v1.Pod
+		_ = pod.Name // a nil dereference, as an unchecked optional field makes one
+	}
 	if gate == nil {
 		return nil
 	}
@@ -331,5 +346,74 @@ func TestWorkQueue(t *testing.T) {
 		if strings.Join(got, ",") != tt.want {
 			t.Errorf("at %v: GetWork = %v, want %q", tt.at, got, tt.want)
 		}
+	}
+}
+
+// panicReporter is a fakeSyncer that records the panics reported to it.
+type panicReporter struct {
+	*fakeSyncer
+	reported chan error
+}
+
+func (r *panicReporter) PodSyncPanicked(_ context.Context, pod *v1.Pod, _ *container.PodStatus, err error) {
+	r.reported <- err
+}
+
+// A sync that panics is that pod's failed sync: the workers live on, the pod gets a FailedSync
+// event and its status reason, the panic is counted, the pod is retried after the back-off,
+// and other pods are untouched.
+func TestASyncPanicIsContainedAndRetried(t *testing.T) {
+	before := testutil.ToFloat64(panics.Recovered.WithLabelValues(Component))
+	syncer := &panicReporter{fakeSyncer: newFakeSyncer(), reported: make(chan error, 10)}
+	syncer.panics["SyncPod:a"] = 1
+	recorder := record.NewFakeRecorder(100)
+	qclock := clocktesting.NewFakeClock(t0)
+	queue := NewWorkQueue(qclock)
+	cache := pleg.NewCache()
+	pw := newPodWorkers(syncer, recorder, queue, time.Minute, 10*time.Second, cache, clock.RealClock{})
+	pw.jitter = func(d time.Duration, _ float64) time.Duration { return d }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { pw.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	go relister(ctx, cache)
+
+	pw.UpdatePod(UpdatePodOptions{UpdateType: nodetypes.SyncPodCreate, Pod: podV("a", "a", "1")})
+	pw.UpdatePod(UpdatePodOptions{UpdateType: nodetypes.SyncPodCreate, Pod: podV("b", "b", "1")})
+	select {
+	case err := <-syncer.reported:
+		if !strings.Contains(err.Error(), "internal error in podworker: recovered from panic: runtime error: invalid memory address or nil pointer dereference") {
+			t.Errorf("reported %q", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the panic was not reported to the syncer")
+	}
+	waitFor(t, "pod b's sync", func() bool { return strings.Contains(strings.Join(syncer.got(), " "), "SyncPod:b:create:1") })
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Warning FailedSync error syncing pod: internal error in podworker: recovered from panic") {
+			t.Errorf("event %q", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no FailedSync event")
+	}
+	if got := testutil.ToFloat64(panics.Recovered.WithLabelValues(Component)); got != before+1 {
+		t.Errorf("berth_recovered_panics_total{component=podworker} = %v, want %v", got, before+1)
+	}
+
+	// The failed sync is due again after the back-off (10 s), not the resync (1 min).
+	waitFor(t, "pod a requeued after the back-off", func() bool {
+		qclock.SetTime(t0.Add(11 * time.Second))
+		for _, uid := range queue.GetWork() {
+			if uid == "a" {
+				return true
+			}
+		}
+		return false
+	})
+	pw.UpdatePod(UpdatePodOptions{UpdateType: nodetypes.SyncPodSync, Pod: podV("a", "a", "1")})
+	waitFor(t, "pod a's retry", func() bool { return strings.Count(strings.Join(syncer.got(), " "), "SyncPod:a:") == 2 })
+	if n := testutil.ToFloat64(panics.Recovered.WithLabelValues(Component)); n != before+1 {
+		t.Errorf("the retry panicked too: counter %v", n)
 	}
 }

@@ -149,3 +149,11 @@ type PodWorkers interface {
 type PostSyncer interface {
 	PodSyncRecorded(ctx context.Context, pod *v1.Pod)
 }
+
+// PanicReporter is a PodSyncer that reports a sync that panicked in the pod's status (the
+// kubelet's InternalError waiting reason). The pod worker has recovered the panic, logged its
+// stack, counted it and recorded a FailedSync event by then; the work is retried as a failed
+// sync is, after the back-off.
+type PanicReporter interface {
+	PodSyncPanicked(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, err error)
+}

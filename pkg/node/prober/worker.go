@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -10,7 +11,11 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
+
+// Component names the probe workers in berth_recovered_panics_total.
+const Component = "prober"
 
 // worker runs one probe of one container every periodSeconds, for as long as the pod lives,
 // and keeps its verdict in the results Manager of its kind. It follows the container across
@@ -79,7 +84,7 @@ func (w *worker) run(ctx context.Context) {
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	defer w.finish()
-	for w.doProbe(ctx) {
+	for w.probeOnce(ctx) {
 		select {
 		case <-ctx.Done():
 			return
@@ -104,6 +109,21 @@ func (w *worker) stopNow() {
 	case w.stop <- struct{}{}:
 	default:
 	}
+}
+
+// probeOnce is doProbe with a panic contained: the probe errored, its result is thrown away
+// (as the kubelet throws away a prober error's), the pod gets the Unhealthy event, and the
+// worker probes again at its period.
+func (w *worker) probeOnce(ctx context.Context) (keepGoing bool) {
+	keepGoing = true
+	err := panics.Call(ctx, Component, func() error { keepGoing = w.doProbe(ctx); return nil })
+	if err != nil {
+		ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: w.pod.Namespace, Name: w.pod.Name, UID: w.pod.UID,
+			FieldPath: fmt.Sprintf("spec.containers{%s}", w.container.Name)}
+		w.m.prober.recorder.Eventf(ref, v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", w.probeType, err)
+		return true
+	}
+	return keepGoing
 }
 
 // doProbe probes once if the container runs, and reports whether to keep going.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // syncPeriod is how often every status is compared with the API's.
@@ -150,7 +151,7 @@ func (m *manager) Start(ctx context.Context) {
 	}
 	m.startOnce.Do(func() {
 		logger.Info("Starting to sync pod status with apiserver")
-		go m.run(ctx)
+		go panics.Forever(ctx, Component, m.run)
 	})
 }
 
@@ -339,3 +340,6 @@ func (m *manager) deletePodStatus(uid types.UID) {
 	defer m.mu.Unlock()
 	delete(m.podStatuses, uid)
 }
+
+// Component names the status manager in berth_recovered_panics_total.
+const Component = "status"

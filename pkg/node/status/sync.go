@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	nodetypes "github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // The writer: the only part of the manager that talks to the API server.
@@ -84,7 +85,9 @@ func (m *manager) syncBatch(ctx context.Context, all bool) int {
 	}
 	for _, t := range todo {
 		logger.V(5).Info("Sync pod status", "podUID", t.uid, "statusUID", t.apiUID, "version", t.status.version)
-		m.syncPod(ctx, t.uid, t.status)
+		// One pod's fault is that pod's: its status is not marked written, so the next
+		// periodic batch tries it again; the others are written now.
+		_ = panics.Call(ctx, Component, func() error { m.syncPod(ctx, t.uid, t.status); return nil })
 	}
 	return len(todo)
 }

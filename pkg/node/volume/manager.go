@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // ResyncPeriod is how often the volumes of running pods are rewritten from the API.
@@ -171,7 +172,8 @@ func (m *Manager) Run(ctx context.Context, active func(types.UID) bool) {
 				if _, err := os.Stat(dir); err != nil {
 					continue // no container mounted it yet
 				}
-				if err := m.setUp(ctx, pod, vol, dir); err != nil {
+				// A fault in one volume's refresh is that volume's: logged, tried next period.
+				if err := panics.Call(ctx, Component, func() error { return m.setUp(ctx, pod, vol, dir) }); err != nil {
 					klog.FromContext(ctx).V(2).Info("Refreshing a volume failed", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
 				}
 			}
@@ -337,3 +339,6 @@ func (m *Manager) resourceField(pod *v1.Pod, ref *v1.ResourceFieldSelector) (str
 	}
 	return "", fmt.Errorf("container %s not found", ref.ContainerName)
 }
+
+// Component names the volume resync in berth_recovered_panics_total.
+const Component = "volume"
