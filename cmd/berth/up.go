@@ -87,10 +87,10 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 			cfg.Components = []cluster.Component{
 				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
 				// once instead of waiting for its previous self's to expire.
-				func(ctx context.Context, admin *rest.Config) error {
+				{Name: "controllers", Run: func(ctx context.Context, admin *rest.Config) error {
 					return controllers.Run(ctx, admin, controllers.Options{LeaderElect: true, Identity: upIdentity()})
-				},
-				func(ctx context.Context, admin *rest.Config) error {
+				}},
+				{Name: "scheduler", Run: func(ctx context.Context, admin *rest.Config) error {
 					// A scheduler that loses its Lease (say, the API server answered its
 					// renewal too late) campaigns again, as the controllers do, rather than
 					// leaving the cluster without one.
@@ -101,7 +101,7 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 						}
 						klog.FromContext(ctx).Info("The scheduler lost its Lease; campaigning again")
 					}
-				},
+				}},
 			}
 			if f.runNode {
 				if os.Geteuid() != 0 {
@@ -117,9 +117,9 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 						return err
 					}
 				}
-				cfg.Components = append(cfg.Components, func(ctx context.Context, admin *rest.Config) error {
+				cfg.Components = append(cfg.Components, cluster.Component{Name: "node", Run: func(ctx context.Context, admin *rest.Config) error {
 					return node.Run(ctx, admin, nodeConfig)
-				})
+				}})
 			}
 			return runControlPlane(cmd, cfg)
 		},

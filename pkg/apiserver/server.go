@@ -29,6 +29,7 @@ import (
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -69,6 +70,8 @@ type Config struct {
 	// CompactionInterval is how often the API server compacts etcd's history (5 min, as
 	// kube-apiserver; 0 leaves compaction to etcd).
 	CompactionInterval time.Duration
+	// ReadyzChecks are added to /readyz (berth up's components).
+	ReadyzChecks []healthz.HealthChecker
 }
 
 // Server is a configured API server, ready to Run.
@@ -113,6 +116,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	applyOpenAPI(&rc.Config)
+	rc.AddReadyzChecks(c.ReadyzChecks...)
 	// A watch ends when the server shuts down, as the clients of an HA kube-apiserver expect;
 	// without this, an outside client's open watch (a node agent, a controller) holds the HTTP
 	// server's Shutdown for the whole request timeout, a minute.

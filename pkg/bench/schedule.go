@@ -91,12 +91,12 @@ func scheduleTarget(ctx context.Context, kubeconfig string) (*target, func(), er
 		return nil, nil, err
 	}
 	cp := cluster.New(cluster.Config{DataDir: dir, Components: []cluster.Component{
-		func(ctx context.Context, admin *rest.Config) error {
+		{Name: "controllers", Run: func(ctx context.Context, admin *rest.Config) error {
 			return controllers.Run(ctx, admin, controllers.Options{})
-		},
-		func(ctx context.Context, admin *rest.Config) error {
+		}},
+		{Name: "scheduler", Run: func(ctx context.Context, admin *rest.Config) error {
 			return scheduler.Run(ctx, admin, cfg, scheduler.ServerOptions{})
-		},
+		}},
 	}})
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	done := make(chan error, 1)

@@ -39,14 +39,10 @@ type Config struct {
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdClientPort is the embedded etcd's loopback client port; 0 picks a free one.
 	EtcdClientPort int
-	// Components run in this process once the API server is ready (the controllers, and
-	// later the scheduler and the node agent), each until ctx ends.
+	// Components run in this process once the API server is ready (the controllers, the
+	// scheduler and the node agent), each until ctx ends; one that stops is restarted.
 	Components []Component
 }
-
-// Component is a long-running part of the cluster that talks to the API server as the admin.
-// It blocks until ctx ends; an error stops the whole control plane.
-type Component func(ctx context.Context, admin *rest.Config) error
 
 // ControlPlane is a control plane of one process.
 type ControlPlane struct {
@@ -87,8 +83,9 @@ func (cp *ControlPlane) EtcdServers() []string { return cp.etcdServers }
 // AdminConfig is the client configuration of the cluster admin; valid once Ready.
 func (cp *ControlPlane) AdminConfig() *rest.Config { return rest.CopyConfig(cp.admin) }
 
-// Run starts everything and blocks until ctx is done or a component fails, then stops them
-// in order: the API server drains before etcd closes.
+// Run starts everything and blocks until ctx is done or the API server or etcd fails, then
+// stops them in order: the components first, then the API server drains before etcd closes.
+// A component that stops is restarted with back-off, and /readyz says it is down meanwhile.
 func (cp *ControlPlane) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	c := cp.cfg
@@ -112,6 +109,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 	}
 	cp.etcdServers = etcdServers
 
+	components := newSupervisor()
 	server, err := apiserver.New(apiserver.Config{
 		BindAddress:           c.BindAddress,
 		Port:                  c.Port,
@@ -126,6 +124,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		EtcdCertFile:          c.EtcdCertFile,
 		EtcdKeyFile:           c.EtcdKeyFile,
 		CompactionInterval:    5 * time.Minute,
+		ReadyzChecks:          components.checks(c.Components),
 	})
 	if err != nil {
 		return err
@@ -180,7 +179,10 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		logger.Info("API server is ready", "url", serverURL, "kubeconfig", adminPath)
 		close(cp.ready)
 		for _, component := range c.Components {
-			g.Go(func() error { return component(gctx, rest.CopyConfig(admin)) })
+			g.Go(func() error {
+				components.run(gctx, component, func() *rest.Config { return rest.CopyConfig(admin) })
+				return nil
+			})
 		}
 		return nil
 	})

@@ -70,9 +70,9 @@ func Start(t testing.TB, opts ...Options) *Cluster {
 func start(o Options) (*Cluster, error) {
 	var components []cluster.Component
 	if !o.NoControllers {
-		components = append(components, func(ctx context.Context, admin *rest.Config) error {
+		components = append(components, cluster.Component{Name: "controllers", Run: func(ctx context.Context, admin *rest.Config) error {
 			return controllers.Run(ctx, admin, controllers.Options{})
-		})
+		}})
 	}
 	components = append(components, o.Components...)
 	cp := cluster.New(cluster.Config{

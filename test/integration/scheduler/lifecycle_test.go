@@ -307,13 +307,13 @@ func holder(l *coordinationv1.Lease) string {
 // TestMetrics: /healthz answers and /metrics carries kube-scheduler's metrics.
 func TestMetrics(t *testing.T) {
 	address := "127.0.0.1:18259"
-	c := framework.Start(t, framework.Options{Components: []cluster.Component{func(ctx context.Context, admin *rest.Config) error {
+	c := framework.Start(t, framework.Options{Components: []cluster.Component{{Name: "scheduler", Run: func(ctx context.Context, admin *rest.Config) error {
 		cfg, err := config.Complete(&configv1.KubeSchedulerConfiguration{LeaderElection: componentbaseconfigv1alpha1.LeaderElectionConfiguration{LeaderElect: ptr.To(false)}})
 		if err != nil {
 			return err
 		}
 		return scheduler.Run(ctx, admin, cfg, scheduler.ServerOptions{Address: address})
-	}}})
+	}}}})
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, c.Client)
 	createNodes(t, ctx, c.Client, node("n", "4").Obj(), node("m", "4").Obj()) // two, so that Score runs

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 // schedulerComponent runs a scheduler with kc (defaults when nil) and no leader election.
 func schedulerComponent(kc *configv1.KubeSchedulerConfiguration) cluster.Component {
-	return func(ctx context.Context, admin *rest.Config) error {
+	return cluster.Component{Name: "scheduler", Run: func(ctx context.Context, admin *rest.Config) error {
 		if kc == nil {
 			kc = &configv1.KubeSchedulerConfiguration{}
 		}
@@ -42,7 +42,7 @@ func schedulerComponent(kc *configv1.KubeSchedulerConfiguration) cluster.Compone
 			return err
 		}
 		return scheduler.Run(ctx, admin, cfg, scheduler.ServerOptions{})
-	}
+	}}
 }
 
 // startWithScheduler starts a control plane with a scheduler of kc.
