@@ -133,20 +133,20 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	if endpoint == "" {
 		endpoint = "unix://" + filepath.Join(cfg.DataDir, "containerd", "containerd.sock")
 	}
-	if !containerd.Available(ctx, endpoint) {
-		proc, err := containerd.Start(ctx, containerd.Config{
-			StateDir:     filepath.Join(cfg.DataDir, "containerd"),
-			Endpoint:     strings.TrimPrefix(endpoint, "unix://"),
-			PodCIDR:      cfg.PodCIDR,
-			Bridge:       cfg.Bridge,
-			SandboxImage: pause.ImageName,
-		})
-		if err != nil {
-			return fmt.Errorf("starting containerd: %w", err)
-		}
-		defer proc.Stop()
-		logger.Info("Started containerd", "endpoint", proc.Endpoint(), "log", proc.LogFile())
+	// berth's containerd is supervised: started when nothing answers on the endpoint, and
+	// started again whenever it exits, as systemd restarts a kubelet's containerd.
+	runtimeProc, err := containerd.Supervise(ctx, containerd.Config{
+		StateDir:     filepath.Join(cfg.DataDir, "containerd"),
+		Endpoint:     strings.TrimPrefix(endpoint, "unix://"),
+		PodCIDR:      cfg.PodCIDR,
+		Bridge:       cfg.Bridge,
+		SandboxImage: pause.ImageName,
+	})
+	if err != nil {
+		return fmt.Errorf("starting containerd: %w", err)
 	}
+	defer runtimeProc.Stop()
+	logger.Info("Supervising containerd", "endpoint", runtimeProc.Endpoint(), "log", runtimeProc.LogFile())
 	if err := cri.EnsureSandboxImage(ctx, endpoint, pause.ImageName); err != nil {
 		return fmt.Errorf("loading the sandbox image: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,4 +263,57 @@ func natRules(t *testing.T) string {
 		t.Fatalf("iptables: %v: %s", err, out)
 	}
 	return string(out)
+}
+
+// TestSuperviseRestartsAKilledContainerd: kill -9 of a supervised containerd brings a new one
+// on the same socket within seconds; Stop ends it.
+func TestSuperviseRestartsAKilledContainerd(t *testing.T) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "berth-containerd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c := containerd.Config{StateDir: dir, PodCIDR: containerdtest.FreePodCIDR(t), Bridge: containerdtest.FreeBridgeName(t)}
+	s, err := containerd.Supervise(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			s.Stop()
+		}
+	})
+	first := s.Pid()
+	if first == 0 {
+		t.Fatal("Supervise started no containerd")
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	deadline := killed.Add(15 * time.Second)
+	for s.Restarts() < 1 || !containerd.Available(ctx, s.Endpoint()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd was not back within 15 s (restarts %d)", s.Restarts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("containerd back after %s", time.Since(killed).Round(time.Millisecond))
+	if s.Pid() == first {
+		t.Errorf("the same pid %d after the restart", first)
+	}
+	second := s.Pid()
+	stopped = true
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(second, 0); err == nil {
+		t.Errorf("containerd %d still runs after Stop", second)
+	}
+	time.Sleep(2 * time.Second)
+	if containerd.Available(ctx, s.Endpoint()) {
+		t.Error("a containerd was started again after Stop")
+	}
 }
