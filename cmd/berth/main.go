@@ -13,10 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/berth-cluster/berth/pkg/util/panics"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 
 func main() {
+	// One process, many failure domains (DESIGN.md): a library goroutine's panic is contained.
+	panics.ContainLibraryPanics()
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)

@@ -16,3 +16,6 @@
 // HandlePodReconcile). SourcesReady tells housekeeping when every source has been heard from,
 // so that it does not clean up pods a slow source has not reported yet.
 package config
+
+// Component names the config sources in berth_recovered_panics_total.
+const Component = "config"

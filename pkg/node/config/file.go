@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 const (
@@ -216,7 +217,15 @@ func (s *sourceFile) readFile(logger klog.Logger, path string) (*v1.Pod, error) 
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	d := staticPodDefaulter{nodeName: s.nodeName, fromFile: true, source: path}
-	parsed, pod, err := d.decodeSinglePod(logger, data)
+	var parsed bool
+	var pod *v1.Pod
+	// A manifest that makes the decoder panic is a bad manifest, not the end of the node.
+	if perr := panics.Call(klog.NewContext(context.Background(), logger), Component, func() error {
+		parsed, pod, err = d.decodeSinglePod(logger, data)
+		return nil
+	}); perr != nil {
+		return nil, fmt.Errorf("%s: %w", path, perr)
+	}
 	if !parsed {
 		return nil, fmt.Errorf("%s: couldn't parse as pod (%w), please check config file", path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // urlTimeout bounds one GET of the manifest URL.
@@ -60,7 +61,8 @@ func (s *sourceURL) run(ctx context.Context, period time.Duration) {
 }
 
 func (s *sourceURL) poll(ctx context.Context, logger klog.Logger) {
-	err := s.extract(ctx, logger)
+	// A body that makes the decoder panic is a failed read, retried at the next period.
+	err := panics.Call(ctx, Component, func() error { return s.extract(ctx, logger) })
 	switch {
 	case err == nil:
 		if s.failures > 0 {

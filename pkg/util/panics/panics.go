@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
@@ -91,4 +92,16 @@ func record(ctx context.Context, component string, r any) *Error {
 	Recovered.WithLabelValues(component).Inc()
 	klog.FromContext(ctx).Error(nil, "Recovered from a panic", "component", component, "panic", fmt.Sprint(r), "stack", string(e.Stack))
 	return e
+}
+
+// ContainLibraryPanics makes the goroutine boundaries of the Kubernetes libraries themselves
+// (utilruntime.HandleCrash in client-go's informers and work queues, in wait.Until loops, in
+// the API server's own loops) recover and go on instead of ending the process, counting each
+// under the component "library". upstream's components crash there, one process each; berth
+// up runs them all in one, so it calls this once, first.
+func ContainLibraryPanics() {
+	utilruntime.ReallyCrash = false
+	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(context.Context, any) {
+		Recovered.WithLabelValues("library").Inc()
+	})
 }

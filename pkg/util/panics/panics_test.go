@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 func TestCallTurnsAPanicIntoAnErrorAndCountsIt(t *testing.T) {
@@ -40,5 +41,19 @@ func TestForeverRestartsAPanickingLoopUntilTheContextEnds(t *testing.T) {
 	})
 	if runs != 2 {
 		t.Errorf("the loop ran %d times, want 2 (a panic, then a run that ends the context)", runs)
+	}
+}
+
+func TestContainLibraryPanicsRecoversHandleCrash(t *testing.T) {
+	reallyCrash, handlers := utilruntime.ReallyCrash, utilruntime.PanicHandlers
+	t.Cleanup(func() { utilruntime.ReallyCrash, utilruntime.PanicHandlers = reallyCrash, handlers })
+	ContainLibraryPanics()
+	before := testutil.ToFloat64(Recovered.WithLabelValues("library"))
+	func() {
+		defer utilruntime.HandleCrash()
+		panic("in a library goroutine")
+	}()
+	if got := testutil.ToFloat64(Recovered.WithLabelValues("library")); got != before+1 {
+		t.Errorf("berth_recovered_panics_total{component=library} = %v, want %v", got, before+1)
 	}
 }
