@@ -122,6 +122,15 @@ spec:
 	if raw := c.must(t, "get", "--raw", "/api/v1/nodes/"+n.name+"/proxy/stats/summary"); !strings.Contains(raw, `"nodeName":"`+n.name+`"`) {
 		t.Errorf("the summary through nodes/proxy does not name the node: %.200s", raw)
 	}
+	// What the node asked the API server, asked with kubectl.
+	for user, want := range map[string]string{"jane": "false", "e2e-admin": "true"} {
+		groups := map[string]string{"jane": "developers", "e2e-admin": "system:masters"}[user]
+		review := fmt.Sprintf(`{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": %q, "groups": [%q],
+  "resourceAttributes": {"verb": "get", "resource": "nodes", "subresource": "proxy", "name": %q}}}`, user, groups, n.name)
+		if got := c.mustIn(t, review, "create", "-f", "-", "-o", "jsonpath={.status.allowed}"); got != want {
+			t.Errorf("a review of %s using nodes/%s/proxy: allowed=%s, want %s", user, n.name, got, want)
+		}
+	}
 	// jane is refused by the API server before any node sees her.
 	if r := runKubectl(t, kubectlBin, janeConfig, nil, "", "logs", "talker", "-n", ns); r.code == 0 ||
 		!strings.Contains(r.stderr, `User "jane" cannot get resource "pods"`) {
