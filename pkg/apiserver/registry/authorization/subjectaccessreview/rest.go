@@ -19,12 +19,12 @@ const noRuleReason = "no rule allows it: berth authorizes only system:masters an
 
 // REST answers subject access reviews with an authorizer; it stores nothing.
 type REST struct {
-	authorizer authorizer.Authorizer
+	authorizer authorizer.UnconditionalAuthorizer
 }
 
 // NewREST returns the subjectaccessreviews resource, answering with a: the API server's own
 // authorizer, so that a review says what a request of that user would meet.
-func NewREST(a authorizer.Authorizer) *REST {
+func NewREST(a authorizer.UnconditionalAuthorizer) *REST {
 	return &REST{authorizer: a}
 }
 
