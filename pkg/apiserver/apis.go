@@ -3,14 +3,17 @@ package apiserver
 import (
 	"fmt"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/subjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/coordination/lease"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
@@ -24,8 +27,8 @@ import (
 )
 
 // installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
-// groups under /apis.
-func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection) error {
+// groups under /apis. authz answers subject access reviews.
+func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer) error {
 	core, err := coreStorage(getter, kubelet)
 	if err != nil {
 		return err
@@ -52,6 +55,7 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 		group, version string
 		storage        map[string]rest.Storage
 	}{
+		{authorizationv1.GroupName, "v1", map[string]rest.Storage{"subjectaccessreviews": subjectaccessreview.NewREST(authz)}},
 		{coordinationv1.GroupName, "v1", map[string]rest.Storage{"leases": leases}},
 		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
 		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},

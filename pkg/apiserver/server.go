@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -93,6 +94,7 @@ func (versionProvider) Info() *apimachineryversion.Info { return version.Info() 
 // (policy/v1 Eviction, authentication/v1) that only travel in subresource bodies.
 var servedGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
+	authorizationv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
@@ -155,7 +157,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet); err != nil {
+	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer); err != nil {
 		return nil, err
 	}
 	installEmptyCRDList(gs)
@@ -191,7 +193,8 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
 // certificate's organizations, so system:masters in the admin kubeconfig), lets anyone read
-// the public paths, and, until RBAC arrives, lets system:masters do everything.
+// the public paths, and, until RBAC arrives, lets system:masters do everything and the API
+// server's own kubelet client use the node API (system:kubelet-api-admin's rules).
 func applyAuth(c Config, gc *genericapiserver.Config) error {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
@@ -205,11 +208,20 @@ func applyAuth(c Config, gc *genericapiserver.Config) error {
 		group.NewAuthenticatedGroupAdder(certs),
 		authenticator.Request(publicAuthenticator{}),
 	)
-	authz, err := unionauthz.New(
-		unionauthz.NamedAuthorizer{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+	authorizers := []unionauthz.NamedAuthorizer{
+		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+	}
+	if c.KubeletClientCertFile != "" {
+		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
+		if err != nil {
+			return fmt.Errorf("kubelet client certificate: %w", err)
+		}
+		authorizers = append(authorizers, unionauthz.NamedAuthorizer{AuthorizerName: "kubelet-api-admin", Authorizer: kubeletAPIAdmin(kubeletClient)})
+	}
+	authz, err := unionauthz.New(append(authorizers,
 		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
-	)
+	)...)
 	if err != nil {
 		return fmt.Errorf("authorizer: %w", err)
 	}

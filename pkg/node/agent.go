@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -173,12 +175,18 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("the node API's certificate: %w", err)
 	}
+	authz, err := nodeAPIAuthorizer(client, kc)
+	if err != nil {
+		return err
+	}
 	go func() {
 		err := server.Serve(ctx, server.ServerConfig{
 			Address:      net.JoinHostPort(kc.Address, fmt.Sprint(kc.Port)),
 			CertFile:     certFile,
 			KeyFile:      keyFile,
 			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
+			NodeName:     cfg.NodeName,
+			Authorizer:   authz,
 			LogsDir:      cfg.LogsDir,
 			Summary:      kl.statsProvider.Summary,
 			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService, nodeMetrics.Collectors()...),
@@ -188,6 +196,22 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 		}
 	}()
 	return kl.Run(ctx, updates)
+}
+
+// nodeAPIAuthorizer is how the node API authorizes requests, as the configuration's
+// authorization.mode says: by default (Webhook) it asks the API server with a
+// SubjectAccessReview, which works against berth's API server and an upstream kube-apiserver
+// alike; the client's credentials must be allowed to create subjectaccessreviews.
+func nodeAPIAuthorizer(client kubernetes.Interface, kc *kubeletconfig.KubeletConfiguration) (authorizer.UnconditionalAuthorizer, error) {
+	switch kc.Authorization.Mode {
+	case kubeletconfig.KubeletAuthorizationModeWebhook:
+		return server.NewDelegatingAuthorizer(client.AuthorizationV1(),
+			kc.Authorization.Webhook.CacheAuthorizedTTL.Duration, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
+	case kubeletconfig.KubeletAuthorizationModeAlwaysAllow:
+		return authorizerfactory.NewAlwaysAllowAuthorizer(), nil
+	}
+	return nil, fmt.Errorf("the node API's authorization mode %q is neither %s nor %s", kc.Authorization.Mode,
+		kubeletconfig.KubeletAuthorizationModeWebhook, kubeletconfig.KubeletAuthorizationModeAlwaysAllow)
 }
 
 // Dependencies are what NewKubelet builds a node agent on. Run makes them for a real node;

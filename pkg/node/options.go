@@ -53,6 +53,11 @@ func SetKubeletDefaults(kc *kubeletconfig.KubeletConfiguration) {
 	dur(&kc.NodeStatusUpdateFrequency, 10*time.Second)
 	dur(&kc.NodeStatusReportFrequency, 5*time.Minute)
 	dur(&kc.ImageMinimumGCAge, 2*time.Minute)
+	if kc.Authorization.Mode == "" {
+		kc.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
+	}
+	dur(&kc.Authorization.Webhook.CacheAuthorizedTTL, 5*time.Minute)
+	dur(&kc.Authorization.Webhook.CacheUnauthorizedTTL, 30*time.Second)
 	if kc.Port == 0 {
 		kc.Port = 10250
 	}

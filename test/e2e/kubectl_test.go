@@ -524,6 +524,7 @@ func TestKubectlExplain(t *testing.T) {
 		{"serviceaccounts", "sa", "v1", "true", "ServiceAccount"},
 		{"leases", "coordination.k8s.io/v1", "true", "Lease"},
 		{"priorityclasses", "pc", "scheduling.k8s.io/v1", "false", "PriorityClass"},
+		{"subjectaccessreviews", "authorization.k8s.io/v1", "false", "SubjectAccessReview"},
 	} {
 		wantMatch(t, out, `^`+strings.Join(want, `\s+`)+`$`)
 	}

@@ -10,6 +10,7 @@ package scheme
 
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -39,6 +40,7 @@ var GroupVersions = []schema.GroupVersion{
 	schedulingv1.SchemeGroupVersion,
 	policyv1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
+	authorizationv1.SchemeGroupVersion,
 }
 
 func init() {
@@ -48,6 +50,7 @@ func init() {
 	utilruntime.Must(schedulingv1.AddToScheme(Scheme))
 	utilruntime.Must(policyv1.AddToScheme(Scheme))
 	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
+	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 
 	for _, gv := range GroupVersions {
 		addAsInternal(Scheme, gv)
@@ -99,6 +102,7 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
+		authorizationv1.AddToScheme,
 	} {
 		utilruntime.Must(add(External))
 	}

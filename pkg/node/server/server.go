@@ -3,27 +3,29 @@
 // with /healthz, /pods, /stats/summary, /metrics and /containerLogs, the endpoint behind `kubectl logs`, and /exec,
 // /attach and /portForward behind `kubectl exec`, `attach` and `port-forward`.
 //
-// Every endpoint but /healthz wants a client certificate of the cluster CA (the API server's
-// apiserver-kubelet-client certificate); requests without one get 401. Any such certificate may
-// use every endpoint: the node agent does not authorize requests yet (the kubelet asks the API
-// server with a SubjectAccessReview).
+// Every endpoint but /healthz is authenticated and authorized as the kubelet's (auth.go): a
+// client certificate of the cluster CA names the user, whom the API server must allow, through
+// a SubjectAccessReview, the node's subresource the path maps to (nodes/proxy for exec, attach,
+// port-forward and container logs; nodes/stats, nodes/metrics, nodes/log, nodes/pods). So the
+// API server's kubelet client may use every endpoint, and a user's own certificate only what
+// the API server would let that user do through it. No certificate gets 401, a denied user 403.
 package server
 
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -45,6 +47,12 @@ type ServerConfig struct {
 	CertFile, KeyFile string
 	// ClientCAFile holds the CA client certificates must chain to: the cluster CA.
 	ClientCAFile string
+	// NodeName is the node whose subresources (nodes/NAME/proxy, ...) requests are
+	// authorized as.
+	NodeName string
+	// Authorizer decides whether an authenticated user may make a request
+	// (NewDelegatingAuthorizer: a SubjectAccessReview to the API server).
+	Authorizer authorizer.UnconditionalAuthorizer
 	// LogsDir is served under /logs/ (/var/log).
 	LogsDir string
 	// Summary, when set, answers /stats/summary (the Summary API).
@@ -133,37 +141,42 @@ func serverTLSConfig(cfg ServerConfig) (*tls.Config, error) {
 
 // handler routes the node API's requests.
 type handler struct {
-	pods      PodSource
-	runtime   container.Runtime
-	clientCAs *x509.CertPool
+	pods     PodSource
+	runtime  container.Runtime
+	nodeName string
+	authn    authenticator.Request
+	authz    authorizer.UnconditionalAuthorizer
 }
 
-// newHandler returns the node API: /healthz without authentication, the rest behind it.
+// newHandler returns the node API: /healthz without authentication, the rest behind
+// authentication and authorization (withAuth), which come before routing, so that a path the
+// node does not serve is a 404 only to a user who may use the node's API.
 func newHandler(cfg ServerConfig, pods PodSource, runtime container.Runtime) (http.Handler, error) {
-	pem, err := os.ReadFile(cfg.ClientCAFile)
+	if cfg.Authorizer == nil {
+		return nil, errors.New("node API: no authorizer")
+	}
+	authn, err := newAuthenticator(cfg.ClientCAFile)
 	if err != nil {
-		return nil, fmt.Errorf("node API client CA: %w", err)
+		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("node API client CA: no certificate in %s", cfg.ClientCAFile)
-	}
-	h := &handler{pods: pods, runtime: runtime, clientCAs: pool}
+	h := &handler{pods: pods, runtime: runtime, nodeName: cfg.NodeName, authn: authn, authz: cfg.Authorizer}
 	logsDir := cfg.LogsDir
 	if logsDir == "" {
 		logsDir = DefaultLogsDir
 	}
 
-	mux := http.NewServeMux()
+	public := http.NewServeMux()
 	checks := []healthz.HealthChecker{healthz.PingHealthz, healthz.LogHealthz}
 	if cfg.SyncLoopHealthy != nil {
 		checks = append(checks, healthz.NamedCheck("syncloop", func(*http.Request) error { return cfg.SyncLoopHealthy() }))
 	}
-	healthz.InstallHandler(mux, checks...)
-	mux.Handle("GET /pods", h.authenticated(http.HandlerFunc(h.getPods)))
-	mux.Handle("GET /containerLogs/", h.authenticated(http.HandlerFunc(h.getContainerLogs)))
+	healthz.InstallHandler(public, checks...)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pods", h.getPods)
+	mux.HandleFunc("GET /containerLogs/", h.getContainerLogs)
 	if cfg.Summary != nil {
-		mux.Handle("GET /stats/summary", h.authenticated(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET /stats/summary", func(w http.ResponseWriter, r *http.Request) {
 			summary, err := cfg.Summary(r.Context())
 			if err != nil {
 				klog.FromContext(r.Context()).Error(err, "Building the stats summary")
@@ -172,53 +185,25 @@ func newHandler(cfg ServerConfig, pods PodSource, runtime container.Runtime) (ht
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(summary)
-		})))
+		})
 	}
 	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", h.authenticated(cfg.Metrics))
+		mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	for _, method := range []string{"GET", "POST"} {
-		mux.Handle(method+" /exec/", h.authenticated(http.HandlerFunc(h.getExec)))
-		mux.Handle(method+" /attach/", h.authenticated(http.HandlerFunc(h.getAttach)))
-		mux.Handle(method+" /portForward/", h.authenticated(http.HandlerFunc(h.getPortForward)))
+		mux.HandleFunc(method+" /exec/", h.getExec)
+		mux.HandleFunc(method+" /attach/", h.getAttach)
+		mux.HandleFunc(method+" /portForward/", h.getPortForward)
 	}
-	mux.Handle("GET /logs/", h.authenticated(http.StripPrefix("/logs/", http.FileServer(http.Dir(logsDir)))))
-	return mux, nil
-}
-
-// authenticated lets a request through when its client certificate chains to the cluster CA.
-func (h *handler) authenticated(next http.Handler) http.Handler {
+	mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(logsDir))))
+	authorized := h.withAuth(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, err := h.authenticate(r)
-		if err != nil {
-			klog.FromContext(r.Context()).V(3).Info("Unauthorized node API request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
-			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+		if isSubpath(r.URL.Path, "/healthz") {
+			public.ServeHTTP(w, r)
 			return
 		}
-		klog.FromContext(r.Context()).V(4).Info("Node API request", "user", user, "path", r.URL.Path)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// authenticate verifies the request's client certificate and returns its user (common name).
-func (h *handler) authenticate(r *http.Request) (string, error) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return "", errors.New("no client certificate")
-	}
-	leaf := r.TLS.PeerCertificates[0]
-	intermediates := x509.NewCertPool()
-	for _, c := range r.TLS.PeerCertificates[1:] {
-		intermediates.AddCert(c)
-	}
-	_, err := leaf.Verify(x509.VerifyOptions{
-		Roots:         h.clientCAs,
-		Intermediates: intermediates,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	if err != nil {
-		return "", fmt.Errorf("verifying the client certificate of %q: %w", leaf.Subject.CommonName, err)
-	}
-	return leaf.Subject.CommonName, nil
+		authorized.ServeHTTP(w, r)
+	}), nil
 }
 
 // writeStatus answers with a Kubernetes Status, as the API server does.

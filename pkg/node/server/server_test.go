@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-cluster/berth/pkg/cluster/pki"
@@ -85,12 +87,51 @@ func (f *fakePods) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 	return s, ok
 }
 
-// testServer is a running node API with clients that present various certificates.
+// fakeAuthorizer answers as allow says, and remembers what it was asked.
+type fakeAuthorizer struct {
+	mu    sync.Mutex
+	allow func(a authorizer.Attributes) (bool, error)
+	asked []authorizer.Attributes
+}
+
+func (f *fakeAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, a)
+	ok, err := f.allow(a)
+	if err != nil || !ok {
+		return authorizer.DecisionNoOpinion, "", err
+	}
+	return authorizer.DecisionAllow, "", nil
+}
+
+func (f *fakeAuthorizer) set(allow func(a authorizer.Attributes) (bool, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.allow, f.asked = allow, nil
+}
+
+func (f *fakeAuthorizer) questions() []authorizer.Attributes {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked)
+}
+
+// allowKubeletClient allows the API server's kubelet client everything, as the API server does.
+func allowKubeletClient(a authorizer.Attributes) (bool, error) {
+	return a.GetUser().GetName() == kubeletClientUser, nil
+}
+
+const kubeletClientUser = "kube-apiserver-kubelet-client"
+
+// testServer is a running node API with clients that present various certificates: trusted
+// is the API server's kubelet client, jane a user of the cluster CA in group developers.
 type testServer struct {
-	url                           string
-	runtime                       *fakeRuntime
-	trusted, foreign, serving, no *http.Client
-	logsDir                       string
+	url                                 string
+	runtime                             *fakeRuntime
+	authz                               *fakeAuthorizer
+	trusted, jane, foreign, serving, no *http.Client
+	logsDir                             string
 }
 
 func startServer(t *testing.T, pods PodSource) *testServer {
@@ -118,7 +159,7 @@ func startServer(t *testing.T, pods PodSource) *testServer {
 
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	client := func(signer *pki.CA, serving bool) *http.Client {
+	client := func(signer *pki.CA, serving bool, user string, groups ...string) *http.Client {
 		tlsConfig := &tls.Config{RootCAs: roots}
 		if signer != nil {
 			var certPEM, keyPEM []byte
@@ -126,7 +167,7 @@ func startServer(t *testing.T, pods PodSource) *testServer {
 			if serving {
 				certPEM, keyPEM, err = signer.IssueServing("not-a-client", []string{"x"}, nil, time.Hour)
 			} else {
-				certPEM, keyPEM, err = signer.IssueClient("kube-apiserver-kubelet-client", nil, time.Hour)
+				certPEM, keyPEM, err = signer.IssueClient(user, groups, time.Hour)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +188,11 @@ func startServer(t *testing.T, pods PodSource) *testServer {
 		t.Fatal(err)
 	}
 	rt := &fakeRuntime{}
-	cfg := ServerConfig{CertFile: certFile, KeyFile: keyFile, ClientCAFile: filepath.Join(dir, "ca.crt"), LogsDir: logsDir}
+	authz := &fakeAuthorizer{allow: allowKubeletClient}
+	cfg := ServerConfig{
+		CertFile: certFile, KeyFile: keyFile, ClientCAFile: filepath.Join(dir, "ca.crt"), LogsDir: logsDir,
+		NodeName: "node-a", Authorizer: authz,
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, ln, cfg, pods, rt) }()
@@ -163,8 +208,9 @@ func startServer(t *testing.T, pods PodSource) *testServer {
 		}
 	})
 	return &testServer{
-		url: "https://" + ln.Addr().String(), runtime: rt, logsDir: logsDir,
-		trusted: client(ca, false), foreign: client(otherCA, false), serving: client(ca, true), no: client(nil, false),
+		url: "https://" + ln.Addr().String(), runtime: rt, authz: authz, logsDir: logsDir,
+		trusted: client(ca, false, kubeletClientUser), jane: client(ca, false, "jane", "developers"),
+		foreign: client(otherCA, false, kubeletClientUser), serving: client(ca, true, ""), no: client(nil, false, ""),
 	}
 }
 
