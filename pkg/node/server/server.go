@@ -31,6 +31,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // DefaultLogsDir is what /logs/ serves, as the kubelet's logServer.
@@ -197,13 +198,35 @@ func newHandler(cfg ServerConfig, pods PodSource, runtime container.Runtime) (ht
 	}
 	mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(logsDir))))
 	authorized := h.withAuth(mux)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return withPanicRecovery(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isSubpath(r.URL.Path, "/healthz") {
 			public.ServeHTTP(w, r)
 			return
 		}
 		authorized.ServeHTTP(w, r)
-	}), nil
+	})), nil
+}
+
+// Component names the node API in berth_recovered_panics_total.
+const Component = "nodeapi"
+
+// withPanicRecovery contains a panic in one request: logged with its stack, counted, and
+// answered 500, as the API server's own filter answers. net/http would recover it too, but
+// silently and without an answer. http.ErrAbortHandler is how a handler aborts a stream on
+// purpose: it goes on to net/http.
+func withPanicRecovery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				err := panics.Record(r.Context(), Component, v)
+				http.Error(w, fmt.Sprintf("Internal Error: %v", err), http.StatusInternalServerError)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // writeStatus answers with a Kubernetes Status, as the API server does.

@@ -16,10 +16,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +30,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/cluster/pki"
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // fakeRuntime serves logs: "log of <id>", or what follow says, and the pod status it is given.
@@ -71,9 +74,17 @@ func (f *fakeRuntime) GetPodStatus(ctx context.Context, uid types.UID, name, nam
 type fakePods struct {
 	pods     []*v1.Pod
 	statuses map[types.UID]v1.PodStatus
+	// panics makes GetPods panic that many more times.
+	panics atomic.Int32
 }
 
-func (f *fakePods) GetPods() []*v1.Pod { return f.pods }
+func (f *fakePods) GetPods() []*v1.Pod {
+	if f.panics.Add(-1) >= 0 {
+		var m map[string]int
+		m["x"]++ // a nil map write, as an unchecked optional field makes one
+	}
+	return f.pods
+}
 func (f *fakePods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	for _, p := range f.pods {
 		if p.Namespace == namespace && p.Name == name {
@@ -473,5 +484,23 @@ func TestServeFailsWithoutCertificates(t *testing.T) {
 	err := Serve(context.Background(), ServerConfig{Address: "127.0.0.1:0", CertFile: "/nonexistent.crt", KeyFile: "/nonexistent.key"}, &fakePods{}, &fakeRuntime{})
 	if err == nil || !strings.Contains(err.Error(), "serving certificate") {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// A handler that panics answers 500 and counts it; the server serves the next request.
+func TestAHandlerPanicIsContained(t *testing.T) {
+	pods := &fakePods{pods: []*v1.Pod{testPod("p", v1.PodStatus{})}}
+	pods.panics.Store(1)
+	s := startServer(t, pods)
+	before := testutil.ToFloat64(panics.Recovered.WithLabelValues(Component))
+	code, body := get(t, s.trusted, s.url+"/pods")
+	if code != http.StatusInternalServerError || !strings.Contains(body, "Internal Error: internal error in nodeapi: recovered from panic: assignment to entry in nil map") {
+		t.Errorf("a panicking /pods answered %d %q", code, body)
+	}
+	if got := testutil.ToFloat64(panics.Recovered.WithLabelValues(Component)); got != before+1 {
+		t.Errorf("berth_recovered_panics_total{component=nodeapi} = %v, want %v", got, before+1)
+	}
+	if code, body := get(t, s.trusted, s.url+"/pods"); code != http.StatusOK {
+		t.Errorf("the next /pods answered %d %q", code, body)
 	}
 }

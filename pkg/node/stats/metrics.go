@@ -11,6 +11,8 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // The node API's /metrics: the kubelet's metrics of what runs on the node, read from the
@@ -61,10 +63,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MetricsHandler serves the node's metrics in the Prometheus text format: the gauges read
-// from the runtime at each scrape and the node agent's own collectors.
+// from the runtime at each scrape, the node agent's own collectors, and the panics the
+// process recovered (berth_recovered_panics_total).
 func MetricsHandler(nodeName string, runtime internalapi.RuntimeService, own ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{nodeName: nodeName, runtime: runtime})
+	reg.MustRegister(collector{nodeName: nodeName, runtime: runtime}, panics.Recovered)
 	reg.MustRegister(own...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -50,7 +50,7 @@ func Recover(ctx context.Context, component string, onPanic func(err error)) {
 	if r == nil {
 		return
 	}
-	err := record(ctx, component, r)
+	err := Record(ctx, component, r)
 	if onPanic != nil {
 		onPanic(err)
 	}
@@ -87,7 +87,11 @@ func Forever(ctx context.Context, component string, f func(ctx context.Context))
 	}
 }
 
-func record(ctx context.Context, component string, r any) *Error {
+// Record logs and counts a panic value that the caller recovered itself (a deferred function
+// that must decide first whether to recover, as an HTTP handler's does for
+// http.ErrAbortHandler). Call it from that deferred function, so that the stack is the
+// panic's.
+func Record(ctx context.Context, component string, r any) *Error {
 	e := &Error{Component: component, Value: r, Stack: debug.Stack()}
 	Recovered.WithLabelValues(component).Inc()
 	klog.FromContext(ctx).Error(nil, "Recovered from a panic", "component", component, "panic", fmt.Sprint(r), "stack", string(e.Stack))
