@@ -134,9 +134,10 @@ type Process struct {
 	waitErr  error
 }
 
-// Start writes containerd's config and CNI config under c.StateDir, starts containerd as a
-// child in its own process group (output appended to StateDir/containerd.log), and returns
-// once its CRI service answers. It fails if a runtime already answers on the endpoint.
+// Start writes containerd's config and CNI config under c.StateDir, makes the pod bridge
+// (deleting stale berth bridges that route the pod CIDR, refusing when another interface
+// does: see bridge.go), starts containerd as a child in its own process group (output
+// appended to StateDir/containerd.log), and returns once its CRI service answers. It fails if a runtime already answers on the endpoint.
 // containerd outlives ctx: only Stop ends it.
 func Start(ctx context.Context, c Config) (*Process, error) {
 	logger := klog.FromContext(ctx)
@@ -151,6 +152,17 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	binary, err := exec.LookPath(c.Binary)
 	if err != nil {
 		return nil, fmt.Errorf("containerd: %w (install the containerd package)", err)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, fmt.Errorf("containerd: %w (install the iproute2 package)", err)
+	}
+	if c.PodCIDR != "" {
+		if err := takeOverPodCIDR(ctx, c, endpoint); err != nil {
+			return nil, err
+		}
+	}
+	if err := ensureBridge(ctx, c, endpoint); err != nil {
+		return nil, err
 	}
 	if err := writeConfigs(c); err != nil {
 		return nil, err
