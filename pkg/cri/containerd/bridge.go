@@ -140,32 +140,36 @@ func takeOverPodCIDR(ctx context.Context, c Config, endpoint string) error {
 	return nil
 }
 
-// ensureBridge creates c.Bridge if it does not exist and marks it as the bridge of the
-// containerd at endpoint. An interface of that name that is not a bridge, or the bridge of
-// another berth node whose containerd answers, is an error.
-func ensureBridge(ctx context.Context, c Config, endpoint string) error {
+// ensureBridge creates c.Bridge if it does not exist (saying so) and marks it as the bridge
+// of the containerd at endpoint. An interface of that name that is not a bridge, or the
+// bridge of another berth node whose containerd answers, is an error.
+func ensureBridge(ctx context.Context, c Config, endpoint string) (created bool, err error) {
 	alias := bridgeAliasPrefix + endpoint
 	l, err := showLink(ctx, c.Bridge)
 	switch {
 	case errors.Is(err, errNoLink):
 		if err := ip(ctx, "link", "add", "name", c.Bridge, "type", "bridge"); err != nil {
-			return fmt.Errorf("containerd: creating bridge %s: %w", c.Bridge, err)
+			return false, fmt.Errorf("containerd: creating bridge %s: %w", c.Bridge, err)
 		}
+		created = true
 	case err != nil:
-		return fmt.Errorf("containerd: %w", err)
+		return false, fmt.Errorf("containerd: %w", err)
 	case l.LinkInfo.Kind != "bridge":
-		return fmt.Errorf("containerd: interface %s exists and is not a bridge (%s): choose another --bridge", c.Bridge, l.LinkInfo.Kind)
+		return false, fmt.Errorf("containerd: interface %s exists and is not a bridge (%s): choose another --bridge", c.Bridge, l.LinkInfo.Kind)
 	case l.Alias == alias:
-		return nil
+		return false, nil
 	default:
 		if owner, ok := l.berthEndpoint(); ok && Available(ctx, owner) {
-			return fmt.Errorf("containerd: bridge %s belongs to the berth node whose containerd answers at %s: choose another --bridge", c.Bridge, owner)
+			return false, fmt.Errorf("containerd: bridge %s belongs to the berth node whose containerd answers at %s: choose another --bridge", c.Bridge, owner)
 		}
 	}
 	if err := ip(ctx, "link", "set", "dev", c.Bridge, "alias", alias); err != nil {
-		return fmt.Errorf("containerd: marking bridge %s as berth's: %w", c.Bridge, err)
+		if created {
+			_ = deleteLink(ctx, c.Bridge)
+		}
+		return false, fmt.Errorf("containerd: marking bridge %s as berth's: %w", c.Bridge, err)
 	}
-	return nil
+	return created, nil
 }
 
 // errNoLink is showLink's answer for an interface that does not exist.
