@@ -228,7 +228,9 @@ func networkRules(t *testing.T, n *node) string {
 		t.Fatalf("iptables-save: %v", err)
 	}
 	ours := func(line string) bool { return strings.Contains(line, n.bridge) || mentionsCIDR(line, n.podCIDR) }
-	perPod := func(chain string) bool { return strings.HasPrefix(chain, "CNI-") && !strings.HasPrefix(chain, "CNI-HOSTPORT-") }
+	perPod := func(chain string) bool {
+		return strings.HasPrefix(chain, "CNI-") && !strings.HasPrefix(chain, "CNI-HOSTPORT-")
+	}
 	lines := strings.Split(string(out), "\n")
 	chains := map[string]bool{}
 	rule := regexp.MustCompile(`^-A (\S+)(?: .*-j (\S+))?`)
@@ -277,4 +279,73 @@ func cniResults(t *testing.T, n *node) []string {
 		}
 	}
 	return found
+}
+
+// TestDownStaleBridge: a `berth up` stopped with Ctrl-C leaves its bridge with the route to
+// its pod CIDR; a later node on the same pod CIDR with another bridge takes that bridge
+// over, so that the host reaches its pods through its own bridge.
+func TestDownStaleBridge(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Fatal("the node tests run containerd and need root (CI runs them as root)")
+	}
+	image := busyboxImage(t)
+	start := func(name string, podCIDR string) (*cluster, *node) {
+		t.Helper()
+		dir := filepath.Join(workDir, name)
+		n, err := newNode("e2e-"+name, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if podCIDR != "" {
+			n.podCIDR = podCIDR
+		}
+		t.Cleanup(func() {
+			if err := n.cleanup(); err != nil {
+				t.Errorf("cleaning up node %s: %v", n.name, err)
+			}
+		})
+		c := startCluster(t, "up", dir, n.args()...)
+		if err := waitNodeReady(c, n.name); err != nil {
+			t.Fatal(err)
+		}
+		ns := c.newNamespace(t)
+		c.must(t, "run", "p", "-n", ns, "--image="+image, "--", "sleep", "3600")
+		c.waitPhase(t, ns, "p", "Running")
+		return c, n
+	}
+	devOf := func(ip string) string {
+		t.Helper()
+		out, err := exec.Command("ip", "-json", "route", "get", ip).Output()
+		if err != nil {
+			t.Fatalf("ip route get %s: %v", ip, err)
+		}
+		dev := regexp.MustCompile(`"dev":"([^"]+)"`).FindStringSubmatch(string(out))
+		if dev == nil {
+			t.Fatalf("ip route get %s: no device in %s", ip, out)
+		}
+		return dev[1]
+	}
+
+	cA, nA := start("stale-a", "")
+	if err := cA.proc.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-cA.proc.done
+	// An address of the CIDR that no interface holds (the gateway .1 is local, routed to lo).
+	inCIDR := strings.TrimSuffix(nA.podCIDR, "0/24") + "250"
+	if dev := devOf(inCIDR); dev != nA.bridge {
+		t.Fatalf("after Ctrl-C the pod CIDR %s is routed to %s, want the stopped node's bridge %s", nA.podCIDR, dev, nA.bridge)
+	}
+
+	cB, nB := start("stale-b", nA.podCIDR)
+	if !strings.Contains(cB.proc.output.String(), "Deleting a stale berth bridge") {
+		t.Error("the second node did not say it took over the stale bridge")
+	}
+	if _, err := net.InterfaceByName(nA.bridge); err == nil {
+		t.Errorf("the stopped node's bridge %s is still there", nA.bridge)
+	}
+	if dev := devOf(inCIDR); dev != nB.bridge {
+		t.Errorf("the pod CIDR %s is routed to %s, want the running node's bridge %s", nB.podCIDR, dev, nB.bridge)
+	}
 }

@@ -4,7 +4,8 @@
 // answers on the node's endpoint, `berth node` starts containerd from the distribution's
 // package with a config it writes (Start): the CRI plugin with berth's sandbox image, runc
 // on cgroupfs, the overlayfs snapshotter, a CNI bridge on the node's pod CIDR, and loopback
-// registries over plain HTTP.
+// registries over plain HTTP. Cleanup undoes all of it for a node that goes for good
+// (`berth down --cleanup`).
 package containerd
 
 import (
