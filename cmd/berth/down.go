@@ -18,26 +18,28 @@ func newDownCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the berth up of a data dir; with --cleanup, remove its pods and network too",
-		Long: `down stops the berth up that runs on DATA_DIR as Ctrl-C would (SIGTERM), and waits
-for it to exit. A stopped berth up leaves its pods running in containerd's shims, so that the
-next berth up on the same data dir finds them again. With --cleanup, down also removes what
-the node left on the machine: every pod's containers and sandboxes (through berth's own
-containerd, started again for that if needed), containerd and its shims, the mounts under
-DATA_DIR, the pod bridge, the masquerade rule and the CNI cache entries of its network. The
-data dir itself (certificates, etcd's data, images) stays.`,
+		Long: `down stops the berth up (and the berth node) that runs on DATA_DIR as Ctrl-C would
+(SIGTERM), and waits for it to exit. A stopped node leaves its pods running in containerd's
+shims, so that the next start on the same data dir finds them again. With --cleanup, down
+also removes what the node left on the machine: every pod's containers and sandboxes
+(through berth's own containerd, started again for that if needed), containerd and its
+shims, the mounts under DATA_DIR, the pod bridge, the masquerade rule and the CNI cache
+entries of its network. The data dir itself (certificates, etcd's data, images) stays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			ctx, cancel := signalContext()
 			defer cancel()
-			pid, err := cluster.Stop(ctx, dataDir, timeout)
+			pids, err := cluster.Stop(ctx, dataDir, timeout)
 			switch {
 			case errors.Is(err, cluster.ErrNotRunning):
 				fmt.Fprintf(out, "Nothing was running on data dir %s.\n", dataDir)
 			case err != nil:
 				return err
 			default:
-				fmt.Fprintf(out, "Stopped berth (pid %d) on data dir %s.\n", pid, dataDir)
+				for _, pid := range pids {
+					fmt.Fprintf(out, "Stopped berth (pid %d) on data dir %s.\n", pid, dataDir)
+				}
 			}
 			if !cleanup {
 				return nil

@@ -137,7 +137,7 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 func runControlPlane(cmd *cobra.Command, cfg cluster.Config) error {
 	ctx, cancel := signalContext()
 	defer cancel()
-	removePIDFile, err := cluster.WritePIDFile(cfg.DataDir)
+	removePIDFile, err := cluster.WritePIDFile(cluster.PIDFilePath(cfg.DataDir))
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ func NodeDir(dataDir string) string { return filepath.Join(dataDir, "node") }
 // while it runs.
 func PIDFilePath(dataDir string) string { return filepath.Join(dataDir, "berth.pid") }
 
+// NodePIDFilePath is the file in which `berth node` records its process while it runs.
+func NodePIDFilePath(dataDir string) string { return filepath.Join(NodeDir(dataDir), "berth.pid") }
+
 // pidRecord is the content of the pid file: the process ID and its start time (in clock
 // ticks since boot, /proc/PID/stat's 22nd field), so that a process that got the ID of a
 // `berth up` long gone is not taken for it.
@@ -56,10 +59,10 @@ func processStart(pid int) string {
 	return fields[19]
 }
 
-// running reads the pid file of dataDir; ok is false when it is missing or names a process
-// that has ended.
-func running(dataDir string) (r pidRecord, ok bool, err error) {
-	data, err := os.ReadFile(PIDFilePath(dataDir))
+// running reads a pid file; ok is false when it is missing or names a process that has
+// ended.
+func running(path string) (r pidRecord, ok bool, err error) {
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return r, false, nil
 	}
@@ -78,20 +81,19 @@ func running(dataDir string) (r pidRecord, ok bool, err error) {
 	return r, processStart(pid) == r.start, nil
 }
 
-// WritePIDFile records this process as the `berth up` of dataDir, and returns the function
-// that removes the record at exit. Another `berth up` that still runs on dataDir is an
-// error; a record of one that ended is replaced.
-func WritePIDFile(dataDir string) (remove func(), err error) {
-	if r, ok, err := running(dataDir); err != nil {
+// WritePIDFile records this process in path (PIDFilePath or NodePIDFilePath of its data
+// dir), and returns the function that removes the record at exit. Another process that still
+// runs with that record is an error; a record of one that ended is replaced.
+func WritePIDFile(path string) (remove func(), err error) {
+	if r, ok, err := running(path); err != nil {
 		return nil, fmt.Errorf("pid file: %w", err)
 	} else if ok && r.pid != os.Getpid() {
-		return nil, fmt.Errorf("berth (pid %d) already runs on data dir %s: stop it with `berth down --data-dir %s`", r.pid, dataDir, dataDir)
+		return nil, fmt.Errorf("berth (pid %d) already runs with the pid file %s: stop it with `berth down`", r.pid, path)
 	}
 	me := pidRecord{pid: os.Getpid(), start: processStart(os.Getpid())}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	path := PIDFilePath(dataDir)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(me.String()), 0o644); err != nil {
 		return nil, fmt.Errorf("pid file: %w", err)
@@ -100,48 +102,58 @@ func WritePIDFile(dataDir string) (remove func(), err error) {
 		return nil, fmt.Errorf("pid file: %w", err)
 	}
 	return func() {
-		// Only our own record: a second `berth up` may have replaced it after we hung.
+		// Only our own record: a second berth may have replaced it after we hung.
 		if data, err := os.ReadFile(path); err == nil && string(data) == me.String() {
 			_ = os.Remove(path)
 		}
 	}, nil
 }
 
-// ErrNotRunning is Stop's answer when no `berth up` runs on the data dir.
+// ErrNotRunning is Stop's answer when no berth runs on the data dir.
 var ErrNotRunning = errors.New("berth is not running")
 
-// Stop ends the `berth up` of dataDir as Ctrl-C would: SIGTERM, then it waits up to timeout
-// for the process to exit, and returns its pid. With no `berth up` running it returns
-// ErrNotRunning (and removes a stale pid file).
-func Stop(ctx context.Context, dataDir string, timeout time.Duration) (int, error) {
-	r, ok, err := running(dataDir)
-	if err != nil {
-		return 0, fmt.Errorf("pid file: %w", err)
-	}
-	if !ok {
-		if r.pid != 0 {
-			_ = os.Remove(PIDFilePath(dataDir))
+// Stop ends the berth processes of dataDir as Ctrl-C would: `berth node` and `berth up` (or
+// `berth apiserver`), found by their pid files. It sends each SIGTERM, waits up to timeout
+// for them to exit, and returns their pids. With none running it returns ErrNotRunning (and
+// removes stale pid files).
+func Stop(ctx context.Context, dataDir string, timeout time.Duration) ([]int, error) {
+	var procs []pidRecord
+	// The node first: it goes before the API server it reports to.
+	for _, path := range []string{NodePIDFilePath(dataDir), PIDFilePath(dataDir)} {
+		r, ok, err := running(path)
+		if err != nil {
+			return nil, fmt.Errorf("pid file: %w", err)
 		}
-		return 0, fmt.Errorf("%w on data dir %s", ErrNotRunning, dataDir)
-	}
-	if err := syscall.Kill(r.pid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return r.pid, nil
+		if !ok {
+			if r.pid != 0 {
+				_ = os.Remove(path)
+			}
+			continue
 		}
-		return r.pid, fmt.Errorf("signalling berth (pid %d): %w", r.pid, err)
+		if err := syscall.Kill(r.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("signalling berth (pid %d): %w", r.pid, err)
+		}
+		procs = append(procs, r)
+	}
+	if len(procs) == 0 {
+		return nil, fmt.Errorf("%w on data dir %s", ErrNotRunning, dataDir)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for processStart(r.pid) == r.start {
-		select {
-		case <-ctx.Done():
-			return r.pid, fmt.Errorf("berth (pid %d) did not exit within %v of SIGTERM (signal it again, or kill -9 %d, to end it at once)", r.pid, timeout, r.pid)
-		case <-tick.C:
+	var pids []int
+	for _, r := range procs {
+		pids = append(pids, r.pid)
+		for processStart(r.pid) == r.start {
+			select {
+			case <-ctx.Done():
+				return pids, fmt.Errorf("berth (pid %d) did not exit within %v of SIGTERM (signal it again, or kill -9 %d, to end it at once)", r.pid, timeout, r.pid)
+			case <-tick.C:
+			}
 		}
 	}
-	return r.pid, nil
+	return pids, nil
 }
 
 // Cleanup leaves the machine as it was before the node agent of dataDir ran on berth's own

@@ -12,16 +12,16 @@ import (
 
 func TestPIDFile(t *testing.T) {
 	dir := t.TempDir()
-	remove, err := WritePIDFile(dir)
+	remove, err := WritePIDFile(PIDFilePath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, ok, err := running(dir)
+	r, ok, err := running(PIDFilePath(dir))
 	if err != nil || !ok || r.pid != os.Getpid() {
 		t.Fatalf("running = %+v, %v, %v; want this process", r, ok, err)
 	}
 	// Our own record again (a restart in process) is no conflict.
-	if _, err := WritePIDFile(dir); err != nil {
+	if _, err := WritePIDFile(PIDFilePath(dir)); err != nil {
 		t.Errorf("writing our own pid file again: %v", err)
 	}
 	remove()
@@ -48,14 +48,14 @@ func TestStop(t *testing.T) {
 	if err := os.WriteFile(PIDFilePath(dir), []byte(rec.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WritePIDFile(dir); err == nil || !strings.Contains(err.Error(), "already runs on data dir") {
+	if _, err := WritePIDFile(PIDFilePath(dir)); err == nil || !strings.Contains(err.Error(), "already runs with the pid file") {
 		t.Errorf("WritePIDFile over a running process: %v", err)
 	}
 
 	// Our Wait reaps sleep; a zombie counts as gone anyway.
-	pid, err := Stop(context.Background(), dir, 10*time.Second)
-	if err != nil || pid != rec.pid {
-		t.Fatalf("Stop = %d, %v; want %d", pid, err, rec.pid)
+	pids, err := Stop(context.Background(), dir, 10*time.Second)
+	if err != nil || len(pids) != 1 || pids[0] != rec.pid {
+		t.Fatalf("Stop = %v, %v; want [%d]", pids, err, rec.pid)
 	}
 	select {
 	case <-waited:
@@ -102,5 +102,37 @@ func TestStopTimesOut(t *testing.T) {
 	}
 	if processStart(rec.pid) != rec.start {
 		t.Error("Stop killed the process")
+	}
+}
+
+// TestStopNodeAndUp stops the `berth node` and the `berth up` of a data dir, the node first.
+func TestStopNodeAndUp(t *testing.T) {
+	dir := t.TempDir()
+	var want []int
+	for _, path := range []string{NodePIDFilePath(dir), PIDFilePath(dir)} {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan struct{})
+		go func() { cmd.Wait(); close(waited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-waited })
+		rec := pidRecord{pid: cmd.Process.Pid, start: processStart(cmd.Process.Pid)}
+		if err := os.MkdirAll(NodeDir(dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(rec.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec.pid)
+	}
+	pids, err := Stop(context.Background(), dir, 10*time.Second)
+	if err != nil || len(pids) != 2 || pids[0] != want[0] || pids[1] != want[1] {
+		t.Fatalf("Stop = %v, %v; want %v", pids, err, want)
+	}
+	for _, pid := range pids {
+		if processStart(pid) != "" {
+			t.Errorf("pid %d still runs", pid)
+		}
 	}
 }

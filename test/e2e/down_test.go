@@ -52,7 +52,7 @@ func TestDownStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := second.start(); err == nil || !strings.Contains(second.proc.output.String(), "already runs on data dir "+dir) {
+	if err := second.start(); err == nil || !strings.Contains(second.proc.output.String(), "already runs with the pid file "+pidFile) {
 		t.Errorf("a second berth up on the data dir: %v", err)
 	}
 	if second.proc != nil {
@@ -78,6 +78,29 @@ func TestDownStops(t *testing.T) {
 	code, out = runBerth(t, time.Minute, "down", "--data-dir", dir)
 	if want := "Nothing was running on data dir " + dir + ".\n"; code != 0 || out != want {
 		t.Errorf("berth down with nothing running: exit %d, said %q; want 0, %q", code, out, want)
+	}
+}
+
+// TestDownStopsNode: `berth down` stops the `berth node` of the data dir as well as its
+// `berth up`, each cleanly.
+func TestDownStopsNode(t *testing.T) {
+	t.Parallel()
+	c, a := ownNode(t, "down-node", "")
+	code, out := runBerth(t, time.Minute, "down", "--data-dir", c.dataDir)
+	want := fmt.Sprintf("Stopped berth (pid %d) on data dir %s.\nStopped berth (pid %d) on data dir %s.\n",
+		a.proc.cmd.Process.Pid, c.dataDir, c.proc.cmd.Process.Pid, c.dataDir)
+	if code != 0 || out != want {
+		t.Errorf("berth down: exit %d, said %q; want 0, %q", code, out, want)
+	}
+	for _, p := range []*process{a.proc, c.proc} {
+		select {
+		case <-p.done:
+			if p.err != nil {
+				t.Errorf("%s did not exit cleanly on berth down: %v", p.name, p.err)
+			}
+		default:
+			t.Errorf("%s still runs after berth down returned", p.name)
+		}
 	}
 }
 
