@@ -161,6 +161,10 @@ spec:
 	if shims := containerdProcesses(n); len(shims) == 0 {
 		t.Error("no process of the node's containerd while pods run")
 	}
+	podLogs := filepath.Join(dir, "pod-logs")
+	if logs, _ := os.ReadDir(podLogs); len(logs) != 2 {
+		t.Errorf("%d pod log directories in %s while 2 pods run", len(logs), podLogs)
+	}
 	if rules := networkRules(t, n); !strings.Contains(rules, "MASQUERADE") || !strings.Contains(rules, "DNAT") {
 		t.Errorf("iptables has no masquerade and hostPort rules of the network while pods run:\n%s", rules)
 	}
@@ -206,6 +210,9 @@ spec:
 	}
 	if left := cniResults(t, n); len(left) > 0 {
 		t.Errorf("CNI result cache entries of the bridge are left: %s", strings.Join(left, " "))
+	}
+	if logs, _ := os.ReadDir(podLogs); len(logs) > 0 {
+		t.Errorf("pod log directories are left in %s: %v", podLogs, logs)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(n.containerdDir(), "cni", "networks")); len(entries) > 0 {
 		t.Errorf("host-local IPAM files are left in %s", filepath.Join(n.containerdDir(), "cni", "networks"))

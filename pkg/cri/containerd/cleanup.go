@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
@@ -38,7 +40,7 @@ type Cleaned struct {
 // Cleanup leaves the machine as it was before berth started containerd from stateDir (the
 // StateDir of a Start whose containerd and node are gone for good): every pod sandbox stopped
 // and removed over the CRI (which kills the containers, unmounts their root filesystems and
-// releases their network), containerd and its shims ended, leftover mounts under stateDir
+// releases their network) and its pod log directory removed, containerd and its shims ended, leftover mounts under stateDir
 // undone, the masquerade rule and the bridge deleted, and the network's entries in the CNI
 // result cache and its host-local IPAM files removed. Only containerd can tear its sandboxes
 // down, so Cleanup starts it again from the config berth wrote if it is not running. Images
@@ -243,6 +245,7 @@ func removeAllSandboxes(ctx context.Context, endpoint string) (int, error) {
 	var errs []error
 	n := 0
 	for _, sb := range sandboxes {
+		logDir := sandboxLogDir(ctx, rs, sb)
 		if err := rs.StopPodSandbox(ctx, sb.Id); err != nil {
 			errs = append(errs, fmt.Errorf("containerd: stopping pod sandbox %s: %w", sb.Id, err))
 			continue
@@ -252,8 +255,45 @@ func removeAllSandboxes(ctx context.Context, endpoint string) (int, error) {
 			continue
 		}
 		n++
+		// The node agent removes a deleted pod's logs; with the node gone, Cleanup does.
+		if logDir != "" {
+			if err := os.RemoveAll(logDir); err != nil {
+				errs = append(errs, fmt.Errorf("containerd: removing the logs of pod sandbox %s: %w", sb.Id, err))
+			}
+		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// sandboxLogDir is the pod log directory in a sandbox's config, as containerd's verbose
+// status shows it, when it is a node agent's ROOT/<namespace>_<name>_<uid> of that pod;
+// otherwise "" (nothing of which Cleanup can be sure that it is the pod's alone).
+func sandboxLogDir(ctx context.Context, rs internalapi.RuntimeService, sb *runtimeapi.PodSandbox) string {
+	md := sb.GetMetadata()
+	if md == nil {
+		return ""
+	}
+	st, err := rs.PodSandboxStatus(ctx, sb.Id, true)
+	if err != nil || st.GetInfo()["info"] == "" {
+		return ""
+	}
+	var info struct {
+		Config struct {
+			LogDirectory      string `json:"log_directory"`
+			LogDirectoryCamel string `json:"logDirectory"`
+		} `json:"config"`
+	}
+	if json.Unmarshal([]byte(st.GetInfo()["info"]), &info) != nil {
+		return ""
+	}
+	dir := info.Config.LogDirectory
+	if dir == "" {
+		dir = info.Config.LogDirectoryCamel
+	}
+	if !filepath.IsAbs(dir) || filepath.Base(dir) != md.Namespace+"_"+md.Name+"_"+md.Uid || md.Namespace == "" || md.Name == "" || md.Uid == "" {
+		return ""
+	}
+	return filepath.Clean(dir)
 }
 
 // endProcesses ends every process whose command line matches: SIGTERM, then SIGKILL for
