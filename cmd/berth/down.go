@@ -21,7 +21,7 @@ func newDownCommand() *cobra.Command {
 		Long: `down stops the berth up (and the berth node) that runs on DATA_DIR as Ctrl-C would
 (SIGTERM), and waits for it to exit. A stopped node leaves its pods running in containerd's
 shims, so that the next start on the same data dir finds them again. With --cleanup, down
-also removes what the node left on the machine: every pod (containers, sandboxes, logs)
+also removes what the node left on the machine: every pod's containers, sandboxes and logs
 (through berth's own containerd, started again for that if needed), containerd and its
 shims, the mounts under DATA_DIR, the pod bridge, the masquerade rule and the CNI cache
 entries of its network. The data dir itself (certificates, etcd's data, images) stays.`,
