@@ -140,6 +140,16 @@ func takeOverPodCIDR(ctx context.Context, c Config, endpoint string) error {
 	return nil
 }
 
+// TakeOverPodCIDR does for a pod CIDR learnt after Start (the Node's spec.podCIDR, sent to
+// containerd with CRI UpdateRuntimeConfig) what Start does for one it was given: it deletes
+// the stale berth bridges that route podCIDR, or refuses, naming the interface that does.
+// Call it before UpdateRuntimeConfig.
+func (p *Process) TakeOverPodCIDR(ctx context.Context, podCIDR string) error {
+	c := p.config
+	c.PodCIDR = podCIDR
+	return takeOverPodCIDR(ctx, c, p.endpoint)
+}
+
 // ensureBridge creates c.Bridge if it does not exist (saying so) and marks it as the bridge
 // of the containerd at endpoint. An interface of that name that is not a bridge, or the
 // bridge of another berth node whose containerd answers, is an error.
