@@ -194,6 +194,19 @@ func TestTakeOverPodCIDR(t *testing.T) {
 			t.Errorf("the other interface is gone: %v", err)
 		}
 
+		// A pod CIDR learnt after the start: the same check through the running Process.
+		run("link", "add", "name", "berth1", "type", "bridge")
+		run("link", "set", "dev", "berth1", "alias", bridgeAliasPrefix+"unix:///nonexistent/old/containerd.sock")
+		run("addr", "add", "10.245.0.1/24", "dev", "berth1")
+		run("link", "set", "dev", "berth1", "up")
+		p := &Process{config: c, endpoint: endpoint}
+		if err := p.TakeOverPodCIDR(ctx, "10.245.0.0/24"); err != nil {
+			t.Errorf("TakeOverPodCIDR: %v", err)
+		}
+		if _, err := showLink(ctx, "berth1"); err == nil {
+			t.Error("the stale bridge berth1 is still there")
+		}
+
 		// A name taken by something that is not a bridge.
 		_, err = ensureBridge(ctx, Config{Bridge: "other0"}, endpoint)
 		if err == nil || !strings.Contains(err.Error(), "is not a bridge (veth)") {
