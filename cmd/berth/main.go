@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/util/panics"
@@ -36,9 +37,15 @@ func newRootCommand() *cobra.Command {
 	}
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
+	// klog's flags work on every command (-v above all) but, as kubectl's global flags, are
+	// hidden from each command's help, which lists its own; `berth options` lists them.
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { f.Hidden = true })
+	root.SetUsageTemplate(root.UsageTemplate() + "\nUse \"berth options\" for a list of global command-line options (applies to all commands).\n")
 	root.AddCommand(
 		newUpCommand(),
+		newDownCommand(),
+		newOptionsCommand(klogFlags),
 		newAPIServerCommand(),
 		newControllersCommand(),
 		newSchedulerCommand(),
@@ -64,4 +71,19 @@ func signalContext() (context.Context, context.CancelFunc) {
 		os.Exit(1)
 	}()
 	return ctx, cancel
+}
+
+// newOptionsCommand prints the global flags, as `kubectl options` does.
+func newOptionsCommand(global *flag.FlagSet) *cobra.Command {
+	return &cobra.Command{
+		Use:   "options",
+		Short: "Print the flags that every command accepts (logging)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs := pflag.NewFlagSet("global", pflag.ContinueOnError)
+			fs.AddGoFlagSet(global)
+			fmt.Fprintf(cmd.OutOrStdout(), "The following options can be passed to any command:\n\n%s", fs.FlagUsages())
+			return nil
+		},
+	}
 }

@@ -101,6 +101,12 @@ with a later part).`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			// `berth down` finds it by its pid file.
+			removePIDFile, err := cluster.WritePIDFile(cluster.NodePIDFilePath(dataDir))
+			if err != nil {
+				return err
+			}
+			defer removePIDFile()
 			return node.Run(ctx, restConfig, cfg)
 		},
 	}

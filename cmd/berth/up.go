@@ -133,9 +133,15 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 }
 
 // runControlPlane runs a control plane until a signal, telling the user how to reach it.
+// Its pid file in the data dir lets `berth down` find it.
 func runControlPlane(cmd *cobra.Command, cfg cluster.Config) error {
 	ctx, cancel := signalContext()
 	defer cancel()
+	removePIDFile, err := cluster.WritePIDFile(cluster.PIDFilePath(cfg.DataDir))
+	if err != nil {
+		return err
+	}
+	defer removePIDFile()
 	cp := cluster.New(cfg)
 	go func() {
 		select {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,13 +9,9 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,8 +19,8 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	berthcluster "github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/cri"
-	"github.com/berth-cluster/berth/pkg/cri/containerd"
 	"github.com/berth-cluster/berth/pkg/cri/testimage"
 )
 
@@ -114,122 +109,18 @@ func runningContainers(t *testing.T, rs internalapi.RuntimeService, ns string) [
 	return l
 }
 
-// cleanup leaves the machine as it was before the node: every sandbox stopped and removed
-// (which kills the containers, unmounts them and releases their network), containerd and its
-// shims ended, leftover mounts under the data dir undone, the bridge and the masquerade
-// rule gone. berth must have stopped; containerd is started again, from the config berth
-// wrote, if it is not running, since only it can tear its sandboxes down.
+// cleanup leaves the machine as it was before the node, with the code of
+// `berth down --cleanup` (cluster.Cleanup): every sandbox stopped and removed, containerd
+// and its shims ended, leftover mounts under the data dir undone, the bridge and the
+// masquerade rule gone. berth's node agent must have stopped.
 func (n *node) cleanup() error {
-	var errs []error
-	config := filepath.Join(n.containerdDir(), "config.toml")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(config); err == nil {
-		if !containerd.Available(ctx, n.runtimeEndpoint()) {
-			cmd := exec.Command("containerd", "--config", config)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				errs = append(errs, fmt.Errorf("starting containerd for the cleanup: %w", err))
-			} else {
-				go cmd.Wait()
-				for i := 0; i < 200 && !containerd.Available(ctx, n.runtimeEndpoint()); i++ {
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}
-		if rs, err := n.connect(); err != nil {
-			errs = append(errs, fmt.Errorf("connecting to containerd for the cleanup: %w", err))
-		} else {
-			sandboxes, err := rs.ListPodSandbox(ctx, nil)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("listing sandboxes: %w", err))
-			}
-			for _, sb := range sandboxes {
-				if err := rs.StopPodSandbox(ctx, sb.Id); err != nil {
-					errs = append(errs, fmt.Errorf("stopping sandbox %s: %w", sb.Id, err))
-				}
-				if err := rs.RemovePodSandbox(ctx, sb.Id); err != nil {
-					errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.Id, err))
-				}
-			}
-			rs.Close(ctx)
-		}
+	_, err := berthcluster.Cleanup(ctx, n.dataDir)
+	if _, lookupErr := net.InterfaceByName(n.bridge); lookupErr == nil {
+		err = errors.Join(err, fmt.Errorf("bridge %s is still there after the cleanup", n.bridge))
 	}
-	sock := filepath.Join(n.containerdDir(), "containerd.sock")
-	killMatching(func(args []string) bool {
-		joined := strings.Join(args, " ")
-		return strings.Contains(joined, config) || strings.Contains(joined, "-address "+sock)
-	})
-	if err := unmountUnder(n.dataDir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := containerd.RemoveMasquerade(context.Background(), n.podCIDR); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := net.InterfaceByName(n.bridge); err == nil {
-		if out, err := exec.Command("ip", "link", "delete", n.bridge).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("ip link delete %s: %w: %s", n.bridge, err, out))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// killMatching SIGKILLs every process whose command line matches, and waits until they
-// are gone.
-func killMatching(match func(args []string) bool) {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		if match(strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			pids = append(pids, pid)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for time.Now().Before(deadline) {
-			if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-// unmountUnder lazily unmounts every mount point under dir, deepest first.
-func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mounts")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var points []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) > 1 {
-			// /proc/self/mounts escapes spaces as \040; test paths have none.
-			if p := fields[1]; p == dir || strings.HasPrefix(p, dir+"/") {
-				points = append(points, p)
-			}
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(points)))
-	var errs []error
-	for _, p := range points {
-		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
-		}
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 // freePodCIDR is a random 10.x.y.0/24 that no interface's address overlaps.

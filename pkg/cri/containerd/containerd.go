@@ -4,7 +4,8 @@
 // answers on the node's endpoint, `berth node` starts containerd from the distribution's
 // package with a config it writes (Start): the CRI plugin with berth's sandbox image, runc
 // on cgroupfs, the overlayfs snapshotter, a CNI bridge on the node's pod CIDR, and loopback
-// registries over plain HTTP.
+// registries over plain HTTP. Cleanup undoes all of it for a node that goes for good
+// (`berth down --cleanup`).
 package containerd
 
 import (
@@ -134,12 +135,13 @@ type Process struct {
 	waitErr  error
 }
 
-// Start writes containerd's config and CNI config under c.StateDir, starts containerd as a
-// child in its own process group (output appended to StateDir/containerd.log), and returns
-// once its CRI service answers. It fails if a runtime already answers on the endpoint.
-// containerd outlives ctx: only Stop ends it.
+// Start writes containerd's config and CNI config under c.StateDir, makes the pod bridge
+// (deleting stale berth bridges that route the pod CIDR, refusing when another interface
+// does: see bridge.go), starts containerd as a child in its own process group (output
+// appended to StateDir/containerd.log), and returns once its CRI service answers. It fails
+// if a runtime already answers on the endpoint. containerd outlives ctx: only Stop ends it,
+// and the bridge stays after Stop (pods may still run in their shims; Cleanup removes it).
 func Start(ctx context.Context, c Config) (*Process, error) {
-	logger := klog.FromContext(ctx)
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err
@@ -152,9 +154,33 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("containerd: %w (install the containerd package)", err)
 	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, fmt.Errorf("containerd: %w (install the iproute2 package)", err)
+	}
+	// The configs first: they are also the record Cleanup goes by.
 	if err := writeConfigs(c); err != nil {
 		return nil, err
 	}
+	if c.PodCIDR != "" {
+		if err := takeOverPodCIDR(ctx, c, endpoint); err != nil {
+			return nil, err
+		}
+	}
+	created, err := ensureBridge(ctx, c, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	p, err := launch(ctx, c, endpoint, binary)
+	if err != nil && created {
+		// A bridge berth made for a containerd that never ran is no one's.
+		_ = deleteLink(context.WithoutCancel(ctx), c.Bridge)
+	}
+	return p, err
+}
+
+// launch masquerades the pod CIDR, starts containerd and waits until it serves.
+func launch(ctx context.Context, c Config, endpoint, binary string) (*Process, error) {
+	logger := klog.FromContext(ctx)
 	if c.PodCIDR != "" {
 		if err := ensureMasquerade(ctx, c.PodCIDR, c.Bridge); err != nil {
 			return nil, err

@@ -38,6 +38,11 @@ func TestStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Stop() })
+	// Start makes the bridge (before any pod) and leaves it when containerd stops.
+	t.Cleanup(func() { exec.Command("ip", "link", "delete", c.Bridge).Run() })
+	if _, err := net.InterfaceByName(c.Bridge); err != nil {
+		t.Errorf("no bridge %s after the start: %v", c.Bridge, err)
+	}
 	if rules := natRules(t); !strings.Contains(rules, "-A POSTROUTING -s "+c.PodCIDR+" ! -d "+c.PodCIDR) || !strings.Contains(rules, "-j MASQUERADE") {
 		t.Errorf("no masquerade rule for %s:\n%s", c.PodCIDR, rules)
 	}
@@ -112,11 +117,16 @@ func TestStartStop(t *testing.T) {
 func TestStartFailsWithContainerdsLog(t *testing.T) {
 	dir := t.TempDir()
 	// containerd rejects an unknown log level and exits at once.
-	_, err := containerd.Start(context.Background(), containerd.Config{StateDir: dir, LogLevel: "loud"})
+	bridge := containerdtest.FreeBridgeName(t)
+	_, err := containerd.Start(context.Background(), containerd.Config{StateDir: dir, LogLevel: "loud", Bridge: bridge})
 	if err == nil {
 		t.Fatal("containerd started with a bad log level")
 	}
 	t.Logf("error: %v", err)
+	if _, err := net.InterfaceByName(bridge); err == nil {
+		exec.Command("ip", "link", "delete", bridge).Run()
+		t.Errorf("the failed start left its bridge %s", bridge)
+	}
 }
 
 func connect(t *testing.T, endpoint string) internalapi.RuntimeService {
