@@ -289,6 +289,7 @@ func TestSuperviseRestartsAKilledContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { exec.Command("ip", "link", "delete", c.Bridge).Run() })
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
