@@ -24,6 +24,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/scheduler/config"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
 	"github.com/berth-cluster/berth/pkg/scheduler/plugins"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // ServerOptions are what `berth scheduler` adds to the configuration file.
@@ -57,6 +58,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.Register(registry)
+	// The panics the scheduler recovered (all components' counts, one vector in the process).
+	registry.MustRegister(panics.Recovered)
 
 	// Events get a client (and rate limit) of their own, as in kube-scheduler, so that a burst
 	// of events never delays a binding.

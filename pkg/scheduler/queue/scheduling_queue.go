@@ -541,7 +541,7 @@ func (p *PriorityQueue) runPreEnqueuePlugins(logger klog.Logger, pInfo *framewor
 	}
 	ctx := klog.NewContext(context.Background(), logger)
 	for _, pl := range plugins {
-		s := pl.PreEnqueue(ctx, pInfo.Pod)
+		s := callPreEnqueue(ctx, pl, pInfo.Pod)
 		if s.IsSuccess() {
 			continue
 		}
