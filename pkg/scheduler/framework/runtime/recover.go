@@ -39,3 +39,19 @@ func callPlugin(ctx context.Context, plugin string, call func() *framework.Statu
 	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, plugin, err) })
 	return call()
 }
+
+// pluginName is the name of plugins[i], empty when i is out of range (no plugin was called).
+func pluginName[P framework.Plugin](plugins []P, i int) string {
+	if i < 0 || i >= len(plugins) {
+		return ""
+	}
+	return plugins[i].Name()
+}
+
+// asPanicError is the *panics.Error of a value the caller recovered itself, logged with its
+// stack (the panicking frames are still on it) and counted, as panics.Recover would have. The
+// per-node calls (Filter, Score) recover by themselves: a bare recover() in their deferred
+// function costs less, on every return, than calling panics.Recover.
+func asPanicError(ctx context.Context, r any) error {
+	return panics.Call(ctx, PanicComponent, func() error { panic(r) })
+}

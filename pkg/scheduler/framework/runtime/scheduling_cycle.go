@@ -152,15 +152,21 @@ func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *f
 // rejection is turned into an Error. It is called for many nodes in parallel; the
 // Filter extension-point duration is the caller's to record, once per cycle.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) (status *framework.Status) {
-	var current string // the plugin being called, which a panic is charged to
-	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
+	// The index of the plugin being called, which a panic is charged to: an int store per
+	// call, since this runs for every plugin on every node.
+	current := -1
+	defer func() {
+		if r := recover(); r != nil {
+			status = pluginPanicStatus(ctx, pluginName(f.filterPlugins, current), asPanicError(ctx, r))
+		}
+	}()
 	record := f.shouldRecord(state)
-	for _, pl := range f.filterPlugins {
+	for i, pl := range f.filterPlugins {
 		if state.SkipFilterPlugins.Has(pl.Name()) {
 			continue
 		}
 		var s *framework.Status
-		current = pl.Name()
+		current = i
 		if record {
 			t := time.Now()
 			s = pl.Filter(ctx, state, pod, nodeInfo)
@@ -335,16 +341,18 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 		scores[p] = make(framework.NodeScoreList, len(nodes))
 	}
 	f.parallelizer.Until(ctx, len(nodes), func(i int) {
-		var current string
-		defer panics.Recover(ctx, PanicComponent, func(err error) {
-			errCh.SendWithCancel(pluginPanicStatus(ctx, current, err).AsError(), cancel)
-		})
+		current := -1 // as in RunFilterPlugins
+		defer func() {
+			if r := recover(); r != nil {
+				errCh.SendWithCancel(pluginPanicStatus(ctx, pluginName(plugins, current), asPanicError(ctx, r)).AsError(), cancel)
+			}
+		}()
 		nodeInfo := nodes[i]
 		name := nodeInfo.Node().Name
 		for p, pl := range plugins {
 			var score int64
 			var s *framework.Status
-			current = pl.Name()
+			current = p
 			if record {
 				t := time.Now()
 				score, s = pl.Score(ctx, state, pod, nodeInfo)
