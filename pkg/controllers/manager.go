@@ -10,10 +10,16 @@
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
+//
+// One object never takes a controller down, and one controller never takes the others (or
+// the process) down: each reconcile of one key recovers a panic (pkg/controllers/recovery)
+// and requeues the key with back-off, and a controller whose Run stops early is built and
+// started again after a back-off.
 package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -25,28 +31,45 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
-// controllerContext is what every controller is built from: clients and the shared informers.
+// controllerContext is what every controller is built from: clients, the shared informers
+// and the event broadcaster.
 type controllerContext struct {
-	client    kubernetes.Interface
-	metadata  metadata.Interface
-	discovery discovery.DiscoveryInterface
-	informers informers.SharedInformerFactory
+	client      kubernetes.Interface
+	metadata    metadata.Interface
+	discovery   discovery.DiscoveryInterface
+	informers   informers.SharedInformerFactory
+	broadcaster events.EventBroadcaster
+}
+
+// recorder is the event recorder of the controller named name ("namespace-controller" is
+// the events' reporting controller, as kube-controller-manager names them).
+func (c controllerContext) recorder(name string) events.EventRecorder {
+	if c.broadcaster == nil {
+		return nil
+	}
+	return c.broadcaster.NewRecorder(scheme.Scheme, name+"-controller")
 }
 
 // controller is a built control loop; Run blocks until ctx is done and its workers stopped.
+// It returns an error when it stopped for another reason; the manager then builds and runs it
+// again after a back-off.
 type controller interface {
-	Run(ctx context.Context, workers int)
+	Run(ctx context.Context, workers int) error
 }
 
 // controllers are the control loops Run starts; adding one is adding a line. Worker counts
@@ -58,15 +81,28 @@ var controllers = []struct {
 	build   func(controllerContext) controller
 }{
 	{"namespace", 10, func(c controllerContext) controller {
-		return namespace.NewController(c.client, c.metadata, c.discovery, c.informers.Core().V1().Namespaces())
+		ctrl := namespace.NewController(c.client, c.metadata, c.discovery, c.informers.Core().V1().Namespaces())
+		ctrl.Recorder = c.recorder("namespace")
+		return ctrl
 	}},
 	{"nodelifecycle", 1, func(c controllerContext) controller {
-		return nodelifecycle.NewController(c.client, c.informers.Core().V1().Nodes())
+		ctrl := nodelifecycle.NewController(c.client, c.informers.Core().V1().Nodes())
+		ctrl.Recorder = c.recorder("node-lifecycle")
+		return ctrl
 	}},
 	{"serviceaccount", 5, func(c controllerContext) controller {
-		return serviceaccount.NewController(c.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())
+		ctrl := serviceaccount.NewController(c.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())
+		ctrl.Recorder = c.recorder("serviceaccount")
+		return ctrl
 	}},
 }
+
+// Restart back-off of a controller whose Run returned or panicked: one second doubling to a
+// minute, reset by a run that lasted a minute. Variables, so that tests need not wait.
+var (
+	restartBackoff    = time.Second
+	maxRestartBackoff = time.Minute
+)
 
 // Leader election timings, those of kube-controller-manager: a new leader takes over at most
 // LeaseDuration after the old one stops renewing.
@@ -177,6 +213,9 @@ func newControllerContext(config *rest.Config) (controllerContext, error) {
 func runControllers(ctx context.Context, cc controllerContext) {
 	logger := klog.FromContext(ctx)
 	cc.informers = informers.NewSharedInformerFactory(cc.client, 0)
+	cc.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: cc.client.EventsV1()})
+	cc.broadcaster.StartRecordingToSink(ctx.Done())
+	defer cc.broadcaster.Shutdown()
 	built := make([]controller, len(controllers))
 	for i, c := range controllers {
 		built[i] = c.build(cc) // registers informers before the factory starts them
@@ -187,10 +226,43 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	var wg sync.WaitGroup
 	for i, c := range controllers {
 		ctx := klog.NewContext(ctx, klog.LoggerWithName(logger, c.name+"-controller"))
-		wg.Go(func() { built[i].Run(ctx, c.workers) })
+		wg.Go(func() {
+			superviseController(ctx, c.name, c.workers, built[i], func() controller { return c.build(cc) })
+		})
 	}
 	logger.Info("Started controllers", "count", len(controllers))
 	wg.Wait()
+}
+
+// superviseController runs ctrl until ctx is done. A controller whose Run returns early, with
+// an error or a panic, is one component down while the others go on (`berth up` runs them
+// all in one process): it is built again (a stopped controller's queue is shut down for
+// good) and run again after a back-off. The new one's event handlers join the started
+// informers, which replay their caches to it.
+func superviseController(ctx context.Context, name string, workers int, ctrl controller, rebuild func() controller) {
+	logger := klog.FromContext(ctx)
+	backoff := restartBackoff
+	for {
+		start := time.Now()
+		err := panics.Call(ctx, recovery.Component(name), func() error { return ctrl.Run(ctx, workers) })
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("returned before it was told to stop")
+		}
+		if time.Since(start) > maxRestartBackoff {
+			backoff = restartBackoff
+		}
+		logger.Error(err, "Controller stopped; restarting it", "controller", name, "after", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxRestartBackoff)
+		ctrl = rebuild()
+	}
 }
 
 // leadOnce campaigns for the Lease and runs the controllers while holding it. It returns

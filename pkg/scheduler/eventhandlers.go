@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // The cluster events the scheduler feeds the queue, named as kube-scheduler names them.
@@ -54,7 +56,7 @@ func dropManagedFields(obj interface{}) (interface{}, error) {
 // (unbound pods of our profiles; cluster events that may help waiting pods).
 func (s *Scheduler) addAllEventHandlers(f informers.SharedInformerFactory) error {
 	pods := f.Core().V1().Pods().Informer()
-	if _, err := pods.AddEventHandler(cache.FilteringResourceEventHandler{
+	if _, err := pods.AddEventHandler(s.recovering(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj interface{}) bool {
 			pod, ok := podOf(obj)
 			return ok && pod.Spec.NodeName != ""
@@ -64,10 +66,10 @@ func (s *Scheduler) addAllEventHandlers(f informers.SharedInformerFactory) error
 			UpdateFunc: s.updatePodInCache,
 			DeleteFunc: s.deletePodFromCache,
 		},
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
-	if _, err := pods.AddEventHandler(cache.FilteringResourceEventHandler{
+	if _, err := pods.AddEventHandler(s.recovering(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj interface{}) bool {
 			pod, ok := podOf(obj)
 			return ok && pod.Spec.NodeName == "" && s.responsibleForPod(pod)
@@ -77,15 +79,43 @@ func (s *Scheduler) addAllEventHandlers(f informers.SharedInformerFactory) error
 			UpdateFunc: s.updatePodInQueue,
 			DeleteFunc: s.deletePodFromQueue,
 		},
-	}); err != nil {
+	})); err != nil {
 		return err
 	}
-	_, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := f.Core().V1().Nodes().Informer().AddEventHandler(s.recovering(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.addNode,
 		UpdateFunc: s.updateNode,
 		DeleteFunc: s.deleteNode,
-	})
+	}))
 	return err
+}
+
+// recovering keeps a panic in one event's handling (the cache's, the queue's, a plugin's
+// QueueingHint) from ending the informer's goroutine, and with it the process: the event is
+// logged, counted and dropped, and the next resync or event of the object corrects the
+// cache or the queue.
+func (s *Scheduler) recovering(h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return recoveringHandler{handler: h, ctx: klog.NewContext(context.Background(), s.logger)}
+}
+
+type recoveringHandler struct {
+	handler cache.ResourceEventHandler
+	ctx     context.Context
+}
+
+func (r recoveringHandler) OnAdd(obj interface{}, isInInitialList bool) {
+	defer panics.Recover(r.ctx, framework.PanicComponent, nil)
+	r.handler.OnAdd(obj, isInInitialList)
+}
+
+func (r recoveringHandler) OnUpdate(oldObj, newObj interface{}) {
+	defer panics.Recover(r.ctx, framework.PanicComponent, nil)
+	r.handler.OnUpdate(oldObj, newObj)
+}
+
+func (r recoveringHandler) OnDelete(obj interface{}) {
+	defer panics.Recover(r.ctx, framework.PanicComponent, nil)
+	r.handler.OnDelete(obj)
 }
 
 // podOf unwraps a pod, also from a deletion tombstone.

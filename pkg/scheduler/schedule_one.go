@@ -15,6 +15,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
 	frameworkruntime "github.com/berth-cluster/berth/pkg/scheduler/framework/runtime"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // ScheduleResult is where the scheduling cycle put a pod.
@@ -29,6 +30,11 @@ type ScheduleResult struct {
 // scheduleOne does the whole work for one pod, as seed 003's scheduleOne: NextPod, the
 // scheduling cycle, then the binding cycle in its own goroutine, so that the next pod's cycle
 // need not wait for this one's API calls.
+//
+// A panic while handling the pod ends only this pod's attempt: the scheduling and binding
+// cycles turn one into an Error status (handleSchedulingFailure: a FailedScheduling event,
+// PodScheduled=False with reason SchedulerError, back-off); one anywhere else in scheduleOne
+// is recovered here, at its boundary, and handled the same way.
 func (s *Scheduler) scheduleOne(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	podInfo, err := s.Queue.Pop(logger)
@@ -36,7 +42,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		return
 	}
 	pod := podInfo.Pod
-	fwk, err := s.frameworkForPod(pod)
+	start := s.clock.Now()
+	var fwk *frameworkruntime.Framework
+	defer panics.Recover(ctx, framework.PanicComponent, func(err error) { s.handlePanic(ctx, fwk, podInfo, err, start) })
+	fwk, err = s.frameworkForPod(pod)
 	if err != nil {
 		logger.Error(err, "Dropping a pod no profile schedules", "pod", klog.KObj(pod))
 		s.Queue.Done(pod.UID)
@@ -48,7 +57,6 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	logger.V(3).Info("Attempting to schedule pod", "pod", klog.KObj(pod))
 
-	start := s.clock.Now()
 	state := framework.NewCycleState()
 	cycleCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -59,6 +67,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		return
 	}
 	go func() {
+		defer panics.Recover(ctx, framework.PanicComponent, func(err error) { s.handlePanic(ctx, fwk, assumedPodInfo, err, start) })
 		bindingCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		status := s.bindingCycle(bindingCtx, state, fwk, result, assumedPodInfo, start)
@@ -66,6 +75,32 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.handleBindingCycleError(bindingCtx, state, fwk, assumedPodInfo, start, result, status)
 		}
 	}()
+}
+
+// handlePanic is the last resort of scheduleOne and of the binding goroutine, for a panic
+// outside the cycles (which handle their own): the pod, if still assumed, is forgotten, and
+// it is handled as a scheduling error. If that panics too, the pod is only marked done: its
+// next update, or the queue's periodic flush, brings it back.
+func (s *Scheduler) handlePanic(ctx context.Context, fwk *frameworkruntime.Framework, podInfo *framework.QueuedPodInfo, err error, start time.Time) {
+	logger := klog.FromContext(ctx)
+	pod := podInfo.Pod
+	if fwk == nil {
+		s.Queue.Done(pod.UID)
+		return
+	}
+	herr := panics.Call(ctx, framework.PanicComponent, func() error {
+		if assumed, _ := s.Cache.IsAssumedPod(pod); assumed {
+			if cached, err := s.Cache.GetPod(pod); err == nil {
+				s.forget(logger, cached)
+			}
+		}
+		s.handleSchedulingFailure(ctx, fwk, podInfo, framework.AsStatus(err), clearNomination, start)
+		return nil
+	})
+	if herr != nil {
+		logger.Error(herr, "Handling a scheduling panic failed; the pod waits for its next event", "pod", klog.KObj(pod))
+		s.Queue.Done(pod.UID)
+	}
 }
 
 // skipPodSchedule skips a pod that is being deleted, or whose earlier version is still
@@ -85,9 +120,19 @@ func (s *Scheduler) skipPodSchedule(logger klog.Logger, pod *v1.Pod) bool {
 // schedulingCycle finds a node (SchedulePod, or PostFilter when none fits), assumes the pod
 // there, and runs Reserve and Permit.
 func (s *Scheduler) schedulingCycle(ctx context.Context, state *framework.CycleState, fwk *frameworkruntime.Framework,
-	podInfo *framework.QueuedPodInfo, start time.Time) (ScheduleResult, *framework.QueuedPodInfo, *framework.Status) {
+	podInfo *framework.QueuedPodInfo, start time.Time) (result ScheduleResult, _ *framework.QueuedPodInfo, status *framework.Status) {
 	logger := klog.FromContext(ctx)
 	pod := podInfo.Pod
+	// A panic in the cycle (the plugins' own are Error statuses already) fails it with an
+	// Error status; an assumption made is undone.
+	var assumed *v1.Pod
+	defer panics.Recover(ctx, framework.PanicComponent, func(err error) {
+		if assumed != nil {
+			fwk.RunReservePluginsUnreserve(ctx, state, assumed, assumed.Spec.NodeName)
+			s.forget(logger, assumed)
+		}
+		result, status = ScheduleResult{nominatingInfo: clearNomination}, framework.AsStatus(err)
+	})
 	result, err := s.SchedulePod(ctx, fwk, state, pod)
 	if err != nil {
 		if errors.Is(err, ErrNoNodesAvailable) {
@@ -125,12 +170,13 @@ func (s *Scheduler) schedulingCycle(ctx context.Context, state *framework.CycleS
 	if err := s.assume(logger, assumedPod, result.SuggestedHost); err != nil {
 		return ScheduleResult{nominatingInfo: clearNomination}, assumedPodInfo, framework.AsStatus(err)
 	}
+	assumed = assumedPod
 	if status := fwk.RunReservePluginsReserve(ctx, state, assumedPod, result.SuggestedHost); !status.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumedPod, result.SuggestedHost)
 		s.forget(logger, assumedPod)
 		return ScheduleResult{nominatingInfo: clearNomination}, assumedPodInfo, status
 	}
-	status := fwk.RunPermitPlugins(ctx, state, assumedPod, result.SuggestedHost)
+	status = fwk.RunPermitPlugins(ctx, state, assumedPod, result.SuggestedHost)
 	if !status.IsWait() && !status.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumedPod, result.SuggestedHost)
 		s.forget(logger, assumedPod)
@@ -144,9 +190,20 @@ var clearNomination = &framework.NominatingInfo{NominatingMode: framework.ModeOv
 
 // bindingCycle waits for Permit, then PreBind, bind, PostBind, as seed 003's goroutine.
 func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleState, fwk *frameworkruntime.Framework,
-	result ScheduleResult, assumedPodInfo *framework.QueuedPodInfo, start time.Time) *framework.Status {
+	result ScheduleResult, assumedPodInfo *framework.QueuedPodInfo, start time.Time) (status *framework.Status) {
 	logger := klog.FromContext(ctx)
 	assumedPod := assumedPodInfo.Pod
+	// A panic before the binding fails the cycle with an Error status (the caller undoes the
+	// assumption and requeues); one after it only ends the bookkeeping of a bound pod.
+	bound := false
+	defer panics.Recover(ctx, framework.PanicComponent, func(err error) {
+		if bound {
+			logger.Error(err, "Finishing the binding cycle of a bound pod", "pod", klog.KObj(assumedPod))
+			s.Queue.Done(assumedPod.UID)
+			return
+		}
+		status = framework.AsStatus(err)
+	})
 	if status := fwk.WaitOnPermit(ctx, assumedPod); !status.IsSuccess() {
 		return status
 	}
@@ -156,6 +213,7 @@ func (s *Scheduler) bindingCycle(ctx context.Context, state *framework.CycleStat
 	if status := s.bind(ctx, fwk, state, assumedPod, result.SuggestedHost); !status.IsSuccess() {
 		return status
 	}
+	bound = true
 	if err := s.Cache.FinishBinding(logger, assumedPod); err != nil {
 		logger.Error(err, "Finishing the binding in the cache", "pod", klog.KObj(assumedPod))
 	}

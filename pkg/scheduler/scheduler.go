@@ -3,6 +3,13 @@
 // the profile's plugins (findNodesThatFitPod, prioritizeNodes, selectHost), assumes the pod in
 // the cache, and whose binding cycle binds it in a goroutine of its own.
 //
+// A panic while handling one pod ends only that pod's attempt (DESIGN.md, "One process, many
+// failure domains"): the framework runtime turns a plugin's panic into an Error status naming
+// the plugin, and scheduleOne, the binding goroutine, the extenders' calls and the informers'
+// event handlers recover at their boundary; the pod backs off as after any internal error
+// (FailedScheduling, PodScheduled=False with reason SchedulerError), and
+// berth_recovered_panics_total{component="scheduler"} counts it.
+//
 // The parts live below: framework (the extension points and their runtime), queue, cache,
 // plugins, config, extender, metrics.
 package scheduler

@@ -22,8 +22,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/scheduler/config"
+	"github.com/berth-cluster/berth/pkg/scheduler/framework"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
 	"github.com/berth-cluster/berth/pkg/scheduler/plugins"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // ServerOptions are what `berth scheduler` adds to the configuration file.
@@ -34,6 +36,9 @@ type ServerOptions struct {
 	Identity string
 	// Ready, if set, is closed once this instance schedules (it leads, or needs no election).
 	Ready chan<- struct{}
+	// OutOfTreeRegistry adds plugins that profiles may name beside the in-tree ones, as
+	// kube-scheduler's app.WithPlugin does; a name in both is an error.
+	OutOfTreeRegistry framework.Registry
 }
 
 // ErrLeaderElectionLost is Run's error when another instance took the Lease, or this one
@@ -57,6 +62,8 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.Register(registry)
+	// The panics the scheduler recovered (all components' counts, one vector in the process).
+	registry.MustRegister(panics.Recovered)
 
 	// Events get a client (and rate limit) of their own, as in kube-scheduler, so that a burst
 	// of events never delays a binding.
@@ -69,7 +76,14 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg *config.Config, o Ser
 	defer broadcaster.Shutdown()
 
 	factory := informers.NewSharedInformerFactory(client, 0)
-	sched, err := New(ctx, Options{Config: cfg, Client: client, InformerFactory: factory, Broadcaster: broadcaster, Registry: plugins.NewInTreeRegistry()})
+	pluginRegistry := plugins.NewInTreeRegistry()
+	for name, f := range o.OutOfTreeRegistry {
+		if _, ok := pluginRegistry[name]; ok {
+			return fmt.Errorf("a plugin named %s already exists", name)
+		}
+		pluginRegistry[name] = f
+	}
+	sched, err := New(ctx, Options{Config: cfg, Client: client, InformerFactory: factory, Broadcaster: broadcaster, Registry: pluginRegistry})
 	if err != nil {
 		return err
 	}

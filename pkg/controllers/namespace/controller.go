@@ -22,16 +22,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 const (
@@ -67,7 +70,13 @@ type Controller struct {
 
 	// deletionGracePeriod is a field so that tests need not wait.
 	deletionGracePeriod time.Duration
+
+	// Recorder, when set, gets a Warning event on a namespace whose pass panicked.
+	Recorder events.EventRecorder
 }
+
+// controllerName names the controller in logs, events and berth_recovered_panics_total.
+const controllerName = "namespace"
 
 // NewController returns a namespace controller that watches namespaces through the given
 // informer, deletes namespaced content through the metadata client (which needs no types) and
@@ -111,9 +120,8 @@ func (c *Controller) enqueue(obj any) {
 }
 
 // Run starts workers that process namespaces and blocks until ctx is done, then waits for
-// them to stop.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
+// them to stop. It fails only if the informer never syncs while ctx lives.
+func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting namespace controller", "workers", workers)
 
@@ -124,12 +132,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		wg.Wait()
 	}()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
-		return
+		if ctx.Err() == nil {
+			return errors.New("the namespace controller's informer did not sync")
+		}
+		return nil
 	}
 	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
 	}
 	<-ctx.Done()
+	return nil
 }
 
 func (c *Controller) worker(ctx context.Context) {
@@ -146,7 +158,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 
-	err := c.syncNamespace(ctx, name)
+	// A panic in the pass is an error too: the namespace is retried with back-off.
+	err := recovery.Sync(ctx, controllerName, func() error { return c.syncNamespace(ctx, name) })
 	var waiting *contentRemainingError
 	switch {
 	case err == nil:
@@ -158,6 +171,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		klog.FromContext(ctx).V(4).Info("Content remaining in namespace", "namespace", name, "wait", after)
 		c.queue.AddAfter(name, after)
 	default:
+		recovery.RecordPanic(c.Recorder, recovery.Reference("Namespace", name), err)
 		utilruntime.HandleErrorWithContext(ctx, err, "Deleting namespace failed", "namespace", name)
 		c.queue.AddRateLimited(name)
 	}

@@ -10,22 +10,25 @@ package nodelifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // conditionTaints maps a node condition's status to the NoSchedule taint it brings.
@@ -58,7 +61,13 @@ type Controller struct {
 	nodes       corelisters.NodeLister
 	nodesSynced cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
+
+	// Recorder, when set, gets a Warning event on a node whose tainting pass panicked.
+	Recorder events.EventRecorder
 }
+
+// controllerName names the controller in logs, events and berth_recovered_panics_total.
+const controllerName = "nodelifecycle"
 
 // NewController returns the controller fed by the node informer.
 func NewController(client kubernetes.Interface, nodes coreinformers.NodeInformer) *Controller {
@@ -91,9 +100,9 @@ func (c *Controller) enqueue(obj any) {
 	}
 }
 
-// Run starts workers and blocks until ctx is done, then waits for them to stop.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
+// Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
+// if the informer never syncs while ctx lives.
+func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting node lifecycle controller (taints by condition)", "workers", workers)
 	var wg sync.WaitGroup
@@ -103,12 +112,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		wg.Wait()
 	}()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.nodesSynced) {
-		return
+		if ctx.Err() == nil {
+			return errors.New("the node lifecycle controller's informer did not sync")
+		}
+		return nil
 	}
 	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
 	}
 	<-ctx.Done()
+	return nil
 }
 
 func (c *Controller) worker(ctx context.Context) {
@@ -122,8 +135,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
-	if err := c.doNoScheduleTaintingPass(ctx, name); err != nil {
-		if apierrors.IsConflict(err) {
+	// A panic in the pass is an error too: the node is retried with back-off.
+	err := recovery.Sync(ctx, controllerName, func() error { return c.doNoScheduleTaintingPass(ctx, name) })
+	if err != nil {
+		if recovery.RecordPanic(c.Recorder, recovery.Reference("Node", name), err) {
+			utilruntime.HandleErrorWithContext(ctx, err, "Tainting a node by its conditions panicked", "node", name)
+		} else if apierrors.IsConflict(err) {
 			// The node agent updated its status meanwhile: retry from the cache, quietly.
 			klog.FromContext(ctx).V(4).Info("Node changed while tainting it; retrying", "node", name)
 		} else {

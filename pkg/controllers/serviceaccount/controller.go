@@ -9,21 +9,24 @@ package serviceaccount
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // DefaultName is the service account every active namespace gets.
@@ -40,7 +43,16 @@ type Controller struct {
 	namespacesSynced cache.InformerSynced
 	accountsSynced   cache.InformerSynced
 	queue            workqueue.TypedRateLimitingInterface[string]
+
+	// Recorder, when set, gets a Warning event on a namespace whose sync panicked.
+	Recorder events.EventRecorder
 }
+
+// controllerName names the controller in logs, events and berth_recovered_panics_total.
+const controllerName = "serviceaccount"
+
+// reconcile is one namespace's sync; a variable so that a test can make it panic.
+var reconcile = (*Controller).syncNamespace
 
 // NewController returns a service account controller fed by the given informers. Start the
 // informers and call Run.
@@ -81,9 +93,9 @@ func (c *Controller) serviceAccountDeleted(obj any) {
 	}
 }
 
-// Run starts workers and blocks until ctx is done, then waits for them to stop.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
+// Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
+// if the informers never sync while ctx lives.
+func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting service account controller", "workers", workers)
 
@@ -94,12 +106,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		wg.Wait()
 	}()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.namespacesSynced, c.accountsSynced) {
-		return
+		if ctx.Err() == nil {
+			return errors.New("the service account controller's informers did not sync")
+		}
+		return nil
 	}
 	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
 	}
 	<-ctx.Done()
+	return nil
 }
 
 func (c *Controller) worker(ctx context.Context) {
@@ -107,8 +123,8 @@ func (c *Controller) worker(ctx context.Context) {
 	}
 }
 
-// processNextWorkItem syncs one namespace, retrying it with back-off on failure. It returns
-// false once the queue is shut down.
+// processNextWorkItem syncs one namespace, retrying it with back-off on failure, a panic
+// included. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	name, shutdown := c.queue.Get()
 	if shutdown {
@@ -116,7 +132,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 
-	if err := c.syncNamespace(ctx, name); err != nil {
+	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(c, ctx, name) })
+	if err != nil {
+		recovery.RecordPanic(c.Recorder, recovery.Reference("Namespace", name), err)
 		utilruntime.HandleErrorWithContext(ctx, err, "Ensuring the default service account failed", "namespace", name)
 		c.queue.AddRateLimited(name)
 		return true

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // cleanupPeriod is how often assumed pods whose binding finished are checked for expiry.
@@ -131,9 +132,16 @@ func (c *Cache) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			c.cleanupAssumedPods(logger, c.clock.Now())
+			c.cleanup(ctx, logger)
 		}
 	}
+}
+
+// cleanup is one tick of run: a panic is logged and counted, and the next tick tries again
+// (the cache's lock is released by a defer).
+func (c *Cache) cleanup(ctx context.Context, logger klog.Logger) {
+	defer panics.Recover(ctx, framework.PanicComponent, nil)
+	c.cleanupAssumedPods(logger, c.clock.Now())
 }
 
 // cleanupAssumedPods forgets assumed pods whose binding finished more than ttl before now.

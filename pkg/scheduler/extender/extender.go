@@ -21,6 +21,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // DefaultTimeout is how long a call may take when the configuration says nothing.
@@ -150,6 +151,7 @@ func (e *HTTPExtender) IsInterested(pod *v1.Pod) bool {
 // Filter asks the extender which of nodes fit pod. It returns the nodes that do, and the
 // reasons for those that don't (failed: preemption may help; unresolvable: it won't).
 func (e *HTTPExtender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framework.NodeInfo) (fit []*framework.NodeInfo, failed, unresolvable map[string]string, err error) {
+	defer panics.Recover(ctx, framework.PanicComponent, func(p error) { fit, failed, unresolvable, err = nil, nil, nil, e.panicked(p) })
 	if !e.IsFilter() {
 		return nodes, nil, nil, nil
 	}
@@ -185,7 +187,8 @@ func (e *HTTPExtender) Filter(ctx context.Context, pod *v1.Pod, nodes []*framewo
 }
 
 // Prioritize asks the extender to score nodes (0..10 each, before the weight).
-func (e *HTTPExtender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*framework.NodeInfo) (extenderv1.HostPriorityList, error) {
+func (e *HTTPExtender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*framework.NodeInfo) (_ extenderv1.HostPriorityList, err error) {
+	defer panics.Recover(ctx, framework.PanicComponent, func(p error) { err = e.panicked(p) })
 	if !e.IsPrioritizer() {
 		return nil, nil
 	}
@@ -197,7 +200,8 @@ func (e *HTTPExtender) Prioritize(ctx context.Context, pod *v1.Pod, nodes []*fra
 }
 
 // Bind asks the extender to bind pod to node.
-func (e *HTTPExtender) Bind(ctx context.Context, pod *v1.Pod, node string) error {
+func (e *HTTPExtender) Bind(ctx context.Context, pod *v1.Pod, node string) (err error) {
+	defer panics.Recover(ctx, framework.PanicComponent, func(p error) { err = e.panicked(p) })
 	if !e.IsBinder() {
 		return fmt.Errorf("extender %s does not bind", e.urlPrefix)
 	}
@@ -210,6 +214,12 @@ func (e *HTTPExtender) Bind(ctx context.Context, pod *v1.Pod, node string) error
 		return fmt.Errorf("extender %s: %s", e.urlPrefix, result.Error)
 	}
 	return nil
+}
+
+// panicked is the error of a call that panicked (in decoding what the extender sent, say):
+// the scheduler handles it as any failure of the extender, instead of ending the process.
+func (e *HTTPExtender) panicked(err error) error {
+	return fmt.Errorf("panic in extender %s: %w", e.urlPrefix, err)
 }
 
 // args sends node names to a node-cache-capable extender, whole nodes otherwise.

@@ -277,7 +277,7 @@ func (p *PriorityQueue) podStrategy(logger klog.Logger, pInfo *framework.QueuedP
 			continue
 		}
 		if fn.QueueingHintFn != nil {
-			hint, err := fn.QueueingHintFn(logger, pInfo.Pod, ev.oldObj, ev.newObj)
+			hint, err := callQueueingHint(logger, fn, pInfo.Pod, ev.oldObj, ev.newObj)
 			if err != nil {
 				logger.Error(err, "QueueingHint failed; queueing the pod", "plugin", plugin, "pod", klog.KObj(pInfo.Pod), "event", eventLabel(ev.event))
 			} else if hint == framework.QueueSkip {

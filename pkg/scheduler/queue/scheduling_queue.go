@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // Defaults, as kube-scheduler's.
@@ -201,18 +202,26 @@ func NewPriorityQueue(lessFn func(a, b *framework.QueuedPodInfo) bool, opts ...O
 func (p *PriorityQueue) Run(logger klog.Logger) {
 	backoffTicker := p.clock.NewTicker(backoffFlushInterval)
 	leftoverTicker := p.clock.NewTicker(unschedulableFlushInterval)
-	go p.every(backoffTicker, func() { p.flushBackoffQCompleted(logger) })
-	go p.every(leftoverTicker, func() { p.flushUnschedulablePodsLeftover(logger) })
+	ctx := klog.NewContext(context.Background(), logger)
+	go p.every(ctx, backoffTicker, func() { p.flushBackoffQCompleted(logger) })
+	go p.every(ctx, leftoverTicker, func() { p.flushUnschedulablePodsLeftover(logger) })
 }
 
-func (p *PriorityQueue) every(t clock.Ticker, f func()) {
+// every runs f on each tick until Close. A panic in one flush (a pod's QueueingHint or
+// PreEnqueue is recovered on its own already) is logged and counted, and the next tick
+// flushes again: the queue's lock is always released by a defer.
+func (p *PriorityQueue) every(ctx context.Context, t clock.Ticker, f func()) {
 	defer t.Stop()
+	tick := func() {
+		defer panics.Recover(ctx, framework.PanicComponent, nil)
+		f()
+	}
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C():
-			f()
+			tick()
 		}
 	}
 }
@@ -541,7 +550,7 @@ func (p *PriorityQueue) runPreEnqueuePlugins(logger klog.Logger, pInfo *framewor
 	}
 	ctx := klog.NewContext(context.Background(), logger)
 	for _, pl := range plugins {
-		s := pl.PreEnqueue(ctx, pInfo.Pod)
+		s := callPreEnqueue(ctx, pl, pInfo.Pod)
 		if s.IsSuccess() {
 			continue
 		}

@@ -4,12 +4,19 @@
 // The pieces are cut into chunks of about sqrt(pieces) so that a worker takes a chunk at a
 // time (one atomic add per chunk, not per piece) while the chunks stay small enough to keep
 // every worker busy until the end.
+//
+// A panic in a worker stops the work and is raised again in the caller's goroutine, once every
+// worker has returned: the caller (the framework's Run* method of the plugin that asked for
+// the parallel work) recovers it there and turns it into an Error status, which it could not
+// do for a panic on another goroutine.
 package parallelize
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -73,7 +80,14 @@ func (p Parallelizer) Until(ctx context.Context, pieces int, do func(i int), ope
 
 	done := ctx.Done()
 	var next atomic.Int64
+	var panicked atomic.Pointer[WorkerPanic]
 	work := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.CompareAndSwap(nil, &WorkerPanic{Value: r, Stack: debug.Stack()})
+				next.Store(int64(chunks)) // no worker starts another chunk
+			}
+		}()
 		for {
 			c := int(next.Add(1) - 1)
 			if c >= chunks {
@@ -104,4 +118,18 @@ func (p Parallelizer) Until(ctx context.Context, pieces int, do func(i int), ope
 	}
 	work()
 	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		panic(p)
+	}
 }
+
+// WorkerPanic is what Until raises in its caller when do panicked on a worker: the value the
+// worker's panic carried and the worker's stack (the caller's stack ends at Until).
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+// String is the original panic's value, so that a recovered WorkerPanic reads as the panic
+// it carries.
+func (p *WorkerPanic) String() string { return fmt.Sprint(p.Value) }

@@ -115,3 +115,27 @@ func TestResultChannelKeepsFirst(t *testing.T) {
 		t.Error("SendWithCancel did not cancel")
 	}
 }
+
+func TestUntilRaisesAWorkersPanicInTheCaller(t *testing.T) {
+	var ran atomic.Int32
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		NewParallelizer(4).Until(context.Background(), 1000, func(i int) {
+			ran.Add(1)
+			if i == 500 {
+				panic("boom")
+			}
+		}, "test")
+	}()
+	wp, ok := got.(*WorkerPanic)
+	if !ok {
+		t.Fatalf("recovered %v (%T), want a *WorkerPanic", got, got)
+	}
+	if wp.String() != "boom" || len(wp.Stack) == 0 {
+		t.Errorf("WorkerPanic = %q with %d bytes of stack, want boom and the worker's stack", wp.String(), len(wp.Stack))
+	}
+	if n := ran.Load(); n == 1000 {
+		t.Logf("every piece ran before the panic stopped the work (possible with a fast worker)")
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // maxPermitTimeout caps how long a Permit plugin may hold a pod, as kube-scheduler does.
@@ -20,9 +21,12 @@ const maxPermitTimeout = 15 * time.Minute
 func (f *Framework) RunReservePluginsReserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(metrics.Reserve, status, start) }()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	for _, pl := range f.reservePlugins {
 		var s *framework.Status
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			s = pl.Reserve(ctx, state, pod, nodeName)
@@ -53,12 +57,17 @@ func (f *Framework) RunReservePluginsUnreserve(ctx context.Context, state *frame
 	record := f.shouldRecord(state)
 	for i := len(f.reservePlugins) - 1; i >= 0; i-- {
 		pl := f.reservePlugins[i]
+		// One plugin's panic must not keep the others from releasing what they reserved.
+		t := time.Now()
+		s := callPlugin(ctx, pl.Name(), func() *framework.Status {
+			pl.Unreserve(ctx, state, pod, nodeName)
+			return nil
+		})
+		if !s.IsSuccess() {
+			klog.FromContext(ctx).Error(s.AsError(), "Plugin failed", "plugin", pl.Name(), "pod", klog.KObj(pod), "operation", "unreserve")
+		}
 		if record {
-			t := time.Now()
-			pl.Unreserve(ctx, state, pod, nodeName)
-			observePlugin(pl.Name(), metrics.Unreserve, framework.Success, t)
-		} else {
-			pl.Unreserve(ctx, state, pod, nodeName)
+			observePlugin(pl.Name(), metrics.Unreserve, s.Code(), t)
 		}
 	}
 }
@@ -70,12 +79,15 @@ func (f *Framework) RunReservePluginsUnreserve(ctx context.Context, state *frame
 func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(metrics.Permit, status, start) }()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	var waits map[string]time.Duration
 	var waitReasons []string
 	for _, pl := range f.permitPlugins {
 		var s *framework.Status
 		var timeout time.Duration
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			s, timeout = pl.Permit(ctx, state, pod, nodeName)
@@ -150,9 +162,12 @@ func (f *Framework) WaitOnPermit(ctx context.Context, pod *v1.Pod) *framework.St
 func (f *Framework) RunPreBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(metrics.PreBind, status, start) }()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	for _, pl := range f.preBindPlugins {
 		var s *framework.Status
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			s = pl.PreBind(ctx, state, pod, nodeName)
@@ -180,9 +195,12 @@ func (f *Framework) RunPreBindPlugins(ctx context.Context, state *framework.Cycl
 func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (status *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(metrics.Bind, status, start) }()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	for _, pl := range f.bindPlugins {
 		var s *framework.Status
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			s = pl.Bind(ctx, state, pod, nodeName)
@@ -212,12 +230,17 @@ func (f *Framework) RunPostBindPlugins(ctx context.Context, state *framework.Cyc
 	defer func() { f.observePoint(metrics.PostBind, nil, start) }()
 	record := f.shouldRecord(state)
 	for _, pl := range f.postBindPlugins {
+		// The pod is bound: a panic here is logged and the other PostBind plugins still run.
+		t := time.Now()
+		s := callPlugin(ctx, pl.Name(), func() *framework.Status {
+			pl.PostBind(ctx, state, pod, nodeName)
+			return nil
+		})
+		if !s.IsSuccess() {
+			klog.FromContext(ctx).Error(s.AsError(), "Plugin failed", "plugin", pl.Name(), "pod", klog.KObj(pod), "node", nodeName, "operation", "postBind")
+		}
 		if record {
-			t := time.Now()
-			pl.PostBind(ctx, state, pod, nodeName)
-			observePlugin(pl.Name(), metrics.PostBind, framework.Success, t)
-		} else {
-			pl.PostBind(ctx, state, pod, nodeName)
+			observePlugin(pl.Name(), metrics.PostBind, s.Code(), t)
 		}
 	}
 }

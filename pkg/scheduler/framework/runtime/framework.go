@@ -4,7 +4,8 @@
 // order at each point of the scheduling cycle (PreFilter, Filter, PostFilter, PreScore,
 // Score, Reserve, Permit) and of the binding cycle (WaitOnPermit, PreBind, Bind, PostBind),
 // record the extension-point and (for a sample of cycles) the per-plugin durations, and turn
-// what plugins answer into the Status the scheduler acts on.
+// what plugins answer into the Status the scheduler acts on. A plugin that panics answers an
+// Error status, "panic in plugin <name>: <value>" (recover.go).
 //
 // A Framework is also the framework.Handle its plugins get: the snapshot, the API client,
 // the nominator, the parallelizer, the pods waiting at Permit, and itself as PluginsRunner.

@@ -13,6 +13,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
 	"github.com/berth-cluster/berth/pkg/scheduler/framework/parallelize"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // RunPreFilterPlugins runs the PreFilter plugins over the snapshot's nodes, at the start of
@@ -36,6 +37,8 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 		state.SkipFilterPlugins = skip
 		f.observePoint(metrics.PreFilter, status, start)
 	}()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	f.sampleCycle(state)
 	if f.snapshotLister == nil {
 		return nil, framework.AsStatus(fmt.Errorf("getting all nodes: no snapshot")), nil
@@ -51,6 +54,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 	for _, pl := range f.preFilterPlugins {
 		var r *framework.PreFilterResult
 		var s *framework.Status
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			r, s = pl.PreFilter(ctx, state, pod, nodes)
@@ -87,9 +91,12 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 
 // RunPreFilterExtensionAddPod tells the PreFilter plugins that podInfoToAdd is on nodeInfo
 // (a nominated pod, or a victim preemption puts back). It stops at the first failure.
-func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, podToSchedule *v1.Pod, podInfoToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, podToSchedule *v1.Pod, podInfoToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) (status *framework.Status) {
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	for _, pl := range f.preFilterPlugins {
+		current = pl.Name()
 		ext := pl.PreFilterExtensions()
 		if ext == nil || state.SkipFilterPlugins.Has(pl.Name()) {
 			continue
@@ -113,9 +120,12 @@ func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *fram
 
 // RunPreFilterExtensionRemovePod tells the PreFilter plugins that podInfoToRemove is gone
 // from nodeInfo (a preemption victim). It stops at the first failure.
-func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, podToSchedule *v1.Pod, podInfoToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, podToSchedule *v1.Pod, podInfoToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) (status *framework.Status) {
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	for _, pl := range f.preFilterPlugins {
+		current = pl.Name()
 		ext := pl.PreFilterExtensions()
 		if ext == nil || state.SkipFilterPlugins.Has(pl.Name()) {
 			continue
@@ -141,13 +151,22 @@ func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *f
 // node and returns the first rejection, with the plugin's name on it. A status other than a
 // rejection is turned into an Error. It is called for many nodes in parallel; the
 // Filter extension-point duration is the caller's to record, once per cycle.
-func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) (status *framework.Status) {
+	// The index of the plugin being called, which a panic is charged to: an int store per
+	// call, since this runs for every plugin on every node.
+	current := -1
+	defer func() {
+		if r := recover(); r != nil {
+			status = pluginPanicStatus(ctx, pluginName(f.filterPlugins, current), asPanicError(ctx, r))
+		}
+	}()
 	record := f.shouldRecord(state)
-	for _, pl := range f.filterPlugins {
+	for i, pl := range f.filterPlugins {
 		if state.SkipFilterPlugins.Has(pl.Name()) {
 			continue
 		}
 		var s *framework.Status
+		current = i
 		if record {
 			t := time.Now()
 			s = pl.Filter(ctx, state, pod, nodeInfo)
@@ -223,6 +242,8 @@ func (f *Framework) addNominatedPods(ctx context.Context, pod *v1.Pod, state *fr
 func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, filteredNodeStatusMap framework.NodeToStatusReader) (_ *framework.PostFilterResult, status *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(metrics.PostFilter, status, start) }()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	var result *framework.PostFilterResult
 	var reasons []string
@@ -230,6 +251,7 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.C
 	for _, pl := range f.postFilterPlugins {
 		var r *framework.PostFilterResult
 		var s *framework.Status
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			r, s = pl.PostFilter(ctx, state, pod, filteredNodeStatusMap)
@@ -266,9 +288,12 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.Cyc
 		state.SkipScorePlugins = skip
 		f.observePoint(metrics.PreScore, status, start)
 	}()
+	var current string // the plugin being called, which a panic is charged to
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, current, err) })
 	record := f.shouldRecord(state)
 	for _, pl := range f.preScorePlugins {
 		var s *framework.Status
+		current = pl.Name()
 		if record {
 			t := time.Now()
 			s = pl.PreScore(ctx, state, pod, nodes)
@@ -295,6 +320,7 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.Cyc
 func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []framework.NodePluginScores, status *framework.Status) {
 	start := time.Now()
 	defer func() { f.observePoint(metrics.Score, status, start) }()
+	defer panics.Recover(ctx, PanicComponent, func(err error) { status = pluginPanicStatus(ctx, "", err) })
 	plugins := f.nonSkippedScorePlugins(state)
 	out := make([]framework.NodePluginScores, len(nodes))
 	if len(plugins) == 0 {
@@ -315,11 +341,18 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 		scores[p] = make(framework.NodeScoreList, len(nodes))
 	}
 	f.parallelizer.Until(ctx, len(nodes), func(i int) {
+		current := -1 // as in RunFilterPlugins
+		defer func() {
+			if r := recover(); r != nil {
+				errCh.SendWithCancel(pluginPanicStatus(ctx, pluginName(plugins, current), asPanicError(ctx, r)).AsError(), cancel)
+			}
+		}()
 		nodeInfo := nodes[i]
 		name := nodeInfo.Node().Name
 		for p, pl := range plugins {
 			var score int64
 			var s *framework.Status
+			current = p
 			if record {
 				t := time.Now()
 				score, s = pl.Score(ctx, state, pod, nodeInfo)
@@ -343,18 +376,19 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 
 	f.parallelizer.Until(ctx, len(plugins), func(p int) {
 		pl := plugins[p]
-		ext := pl.ScoreExtensions()
-		if ext == nil {
-			return
-		}
-		var s *framework.Status
-		if record {
+		s := callPlugin(ctx, pl.Name(), func() *framework.Status {
+			ext := pl.ScoreExtensions()
+			if ext == nil {
+				return nil
+			}
+			if !record {
+				return ext.NormalizeScore(ctx, state, pod, scores[p])
+			}
 			t := time.Now()
-			s = ext.NormalizeScore(ctx, state, pod, scores[p])
+			s := ext.NormalizeScore(ctx, state, pod, scores[p])
 			observePlugin(pl.Name(), metrics.ScoreExtensionNormalize, s.Code(), t)
-		} else {
-			s = ext.NormalizeScore(ctx, state, pod, scores[p])
-		}
+			return s
+		})
 		if !s.IsSuccess() {
 			errCh.SendWithCancel(fmt.Errorf("plugin %q failed with: %w", pl.Name(), s.AsError()), cancel)
 		}
