@@ -82,7 +82,7 @@ func (p *panicFilter) attemptsSeen() int {
 func TestAPanickingPluginFailsOnlyItsPodsAttempt(t *testing.T) {
 	address := "127.0.0.1:18261"
 	plugin := &panicFilter{victim: "victim", panicAttempts: 2}
-	c := framework.Start(t, framework.Options{Components: []cluster.Component{func(ctx context.Context, admin *rest.Config) error {
+	c := framework.Start(t, framework.Options{Components: []cluster.Component{{Name: "scheduler", Run: func(ctx context.Context, admin *rest.Config) error {
 		cfg, err := config.Complete(&configv1.KubeSchedulerConfiguration{
 			LeaderElection: componentbaseconfigv1alpha1.LeaderElectionConfiguration{LeaderElect: ptr.To(false)},
 			Profiles: []configv1.KubeSchedulerProfile{{
@@ -99,7 +99,7 @@ func TestAPanickingPluginFailsOnlyItsPodsAttempt(t *testing.T) {
 				return plugin, nil
 			}},
 		})
-	}}})
+	}}}})
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, c.Client)
 	createNodes(t, ctx, c.Client, node("n1", "4").Obj(), node("n2", "4").Obj())
