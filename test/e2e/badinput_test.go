@@ -668,6 +668,7 @@ func TestBadInput(t *testing.T) {
 	elapsed := time.Since(start)
 
 	// client-go: typed objects with bad values, protobuf on the wire, and patches.
+	rawSent := sent
 	sent += badInputClientGo(t, ctx, client, ns, record, func(resource, name string) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -690,8 +691,10 @@ func TestBadInput(t *testing.T) {
 			fivexx += counts[code]
 		}
 	}
-	t.Logf("bad input: %d requests sent in %s (raw HTTP part), status codes %s, %d >= 500", sent, elapsed.Round(time.Millisecond), strings.Join(summary, " "), fivexx)
-	fmt.Printf("TestBadInput: %d requests, status codes: %s, %d >= 500\n", sent, strings.Join(summary, " "), fivexx)
+	line := fmt.Sprintf("TestBadInput: %d requests sent (%d raw HTTP in %s, %d through client-go), status codes: %s, %d >= 500",
+		sent, rawSent, elapsed.Round(time.Millisecond), sent-rawSent, strings.Join(summary, " "), fivexx)
+	t.Log(line)
+	fmt.Println(line)
 	for text, n := range fivexxTexts {
 		t.Errorf("%d answers began %q", n, text)
 	}

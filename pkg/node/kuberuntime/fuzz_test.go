@@ -246,7 +246,7 @@ metadata: {name: secure, namespace: apps, uid: u2}
 spec:
   nodeName: node-1
   dnsPolicy: None
-  dnsConfig: {nameservers: [1.1.1.1, 8.8.8.8, 9.9.9.9, 1.0.0.1], searches: [a.example, b.example], options: [{name: ndots, value: "3"}, {name: edns0}]}
+  dnsConfig: {nameservers: [1.1.1.1, 8.8.8.8, 9.9.9.9], searches: [a.example, b.example], options: [{name: ndots, value: "3"}, {name: edns0}]}
   hostAliases: [{ip: 10.1.1.1, hostnames: [db, db.local]}]
   securityContext:
     runAsNonRoot: true
@@ -317,7 +317,7 @@ func FuzzGenerateContainerConfig(f *testing.F) {
 			return map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}, nil
 		},
 		Volumes: fuzzVolumes{dir: filepath.Join(dir, "volumes")},
-	}, nil, fuzzImages{}, record.NewFakeRecorder(1<<20))
+	}, nil, fuzzImages{}, record.NewFakeRecorder(100))
 	if err != nil {
 		f.Fatal(err)
 	}
