@@ -633,7 +633,7 @@ func TestBadInput(t *testing.T) {
 	}
 
 	// The representative errors, with Kubernetes' texts.
-	checkKnownErrors(t, ctx, hc, c.url(), targets, ns)
+	checkKnownErrors(t, ctx, hc, c.url(), targets, gen, ns)
 
 	// The mutations: the same seed sends the same requests every run.
 	const total = 3000
@@ -760,7 +760,7 @@ func checkFieldErrors(o badOutcome, fail func(string, ...any)) {
 
 // checkKnownErrors sends one request per representative bad input and compares the answer
 // with what kube-apiserver v1.37 answers (texts from its validation and decoding code).
-func checkKnownErrors(t *testing.T, ctx context.Context, hc *http.Client, host string, targets []badTarget, ns string) {
+func checkKnownErrors(t *testing.T, ctx context.Context, hc *http.Client, host string, targets []badTarget, gen *badGen, ns string) {
 	t.Helper()
 	byRes := map[string]*badTarget{}
 	for i := range targets {
@@ -840,6 +840,27 @@ func checkKnownErrors(t *testing.T, ctx context.Context, hc *http.Client, host s
 		name: "truncated JSON", method: http.MethodPost, path: podsURL,
 		body: pod("k12", func(map[string]any) {})[:100], code: 400,
 		want: []string{`the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: unexpected end of JSON input`},
+	}, {
+		// The bad inputs that were 500s (and a panic) before berth answered them itself.
+		name: "strategic merge key that is an object", method: http.MethodPatch, path: byRes["nodes"].collection + "/" + gen.baseName(byRes["nodes"]) + "/status",
+		contentType: "application/strategic-merge-patch+json", body: []byte(`{"status":{"addresses":[{"type":{},"address":"x"}]}}`),
+		code: 400, want: []string{`invalid strategic merge patch: status.addresses[0].type: the merge key must be a string, a number or a boolean`},
+	}, {
+		name: "strategic patch mixing objects and numbers", method: http.MethodPatch, path: podsURL + "/base",
+		contentType: "application/strategic-merge-patch+json", body: []byte(`{"spec":{"containers":[{"name":"c","ports":[1]}]}}`),
+		code: 400, want: []string{`list element types are not identical`},
+	}, {
+		name: "apply of a string where a map belongs", method: http.MethodPatch, path: byRes["secrets"].collection + "/base?fieldManager=badinput&force=true",
+		contentType: "application/apply-patch+yaml", body: []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"base"},"data":"x"}`),
+		code: 400, want: []string{`failed to create typed patch object`, `.data: expected map`},
+	}, {
+		name: "core event with a 1 MiB name", method: http.MethodPost, path: byRes["events"].collection,
+		body: func() []byte {
+			m := byRes["events"].base(strings.Repeat("e", 1<<20))
+			b, _ := json.Marshal(m)
+			return b
+		}(),
+		code: 413, want: []string{`Request entity too large: `},
 	}, {
 		name: "node name", method: http.MethodPost, path: byRes["nodes"].collection,
 		body: []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"Bad_Node"}}`), code: 422, causeField: "metadata.name",
