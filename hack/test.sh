@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, the integration tests of the API server on a real etcd, and the
 # end-to-end tests of the berth binary with the real kubectl on PATH and, for the node agent,
-# a real containerd (root; hack/deps.sh installs what it runs).
+# a real containerd (root; hack/deps.sh installs what it runs); then the fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unformatted=$(gofmt -l cmd pkg test)
@@ -12,3 +12,5 @@ fi
 ./hack/deps.sh
 go vet ./...
 go test -count=1 -timeout 30m ./... "$@"
+# Every fuzz target for a bounded time (BERTH_FUZZTIME, 10 s each) on top of its corpus.
+./hack/fuzz.sh

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -119,6 +120,9 @@ func New(c Config) (*Server, error) {
 	}
 	applyOpenAPI(&rc.Config)
 	rc.AddReadyzChecks(c.ReadyzChecks...)
+	rc.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withStrategicPatchCheck(apiHandler), c)
+	}
 	// A watch ends when the server shuts down, as the clients of an HA kube-apiserver expect;
 	// without this, an outside client's open watch (a node agent, a controller) holds the HTTP
 	// server's Shutdown for the whole request timeout, a minute.

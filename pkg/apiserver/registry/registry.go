@@ -124,6 +124,7 @@ func NewStore(getter generic.RESTOptionsGetter, c StoreConfig) (*genericregistry
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, fmt.Errorf("completing the %s store: %w", c.Resource, err)
 	}
+	store.Storage.Storage = clientErrorStorage{store.Storage.Storage}
 	return store, nil
 }
 
