@@ -236,6 +236,11 @@ const EventedPLEG = "EventedPLEG"
 // the pod workers' PodSyncer (SyncPod and the termination steps), as in the seeds.
 func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfiguration, deps Dependencies) (*Kubelet, <-chan kubetypes.PodUpdate, error) {
 	client, recorder := deps.Client, deps.Recorder
+	if cfg.NodeIP == nil {
+		// As Run defaults it: a nil IP would be reported as the pods' hostIP "<nil>", which
+		// the API's status validation refuses.
+		cfg.NodeIP = net.IPv4(127, 0, 0, 1)
+	}
 	var clk clock.WithTicker = clock.RealClock{}
 	if deps.Clock != nil {
 		clk = deps.Clock
@@ -282,7 +287,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	if err != nil {
 		return nil, nil, err
 	}
-	kl.runtime = runtime
+	kl.runtime, kl.podDirs = runtime, runtime
 	kl.pleg = newPLEG(kc, runtime, deps.Runtime, kl.podCache, clk, deps)
 	if kl.containerLogManager, err = newContainerLogManager(kc, deps.Runtime, deps.Simulated); err != nil {
 		return nil, nil, err

@@ -85,6 +85,9 @@ type Kubelet struct {
 	containerLogManager *logs.Manager
 	imageGCPeriod       time.Duration
 	runtime             container.Runtime
+	// podDirs removes a pod's directory, unmounting its tmpfs volumes first (the runtime
+	// manager's).
+	podDirs interface{ RemovePodDir(uid string) error }
 	pleg                lifecycleEvents
 	podCache            pleg.Cache
 	admitHandlers       []admission.PodAdmitHandler

@@ -295,7 +295,7 @@ func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context, known map[types.UI
 		if _, ok := working[uid]; ok {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(kl.podsDir(), name)); err != nil {
+		if err := kl.podDirs.RemovePodDir(name); err != nil {
 			klog.FromContext(ctx).Error(err, "Removing an orphaned pod directory", "podUID", uid)
 		}
 	}
