@@ -35,6 +35,10 @@ import (
 type NodeOptions struct {
 	// MaxPods is the node's pod capacity (110 when 0).
 	MaxPods int32
+	// PodCIDR is where the runtime's pod IPs come from ("" is the in-memory runtime's
+	// 10.88.0.0/16). A loopback range makes HTTP probes and hooks of generated pods fail at
+	// once rather than wait for an unroutable address.
+	PodCIDR string
 	// NoEvents drops the node agent's events instead of writing them to the API (a
 	// thousand-pod run writes fewer objects).
 	NoEvents bool
@@ -70,7 +74,7 @@ var machine = nodestatus.MachineInfo{
 func StartNode(t testing.TB, c *framework.Cluster, name string, opts NodeOptions) *Node {
 	t.Helper()
 	dir := t.TempDir()
-	rt, err := memory.New(memory.Options{ImageFsMountpoint: dir})
+	rt, err := memory.New(memory.Options{ImageFsMountpoint: dir, PodCIDR: opts.PodCIDR})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +211,26 @@ func (n *Node) RuntimeLive(ctx context.Context, uid string) (sandboxes, containe
 		return 0, 0, err
 	}
 	return len(ss), len(cs), nil
+}
+
+// LiveUIDs are the UIDs of the pods that have a ready sandbox or a running container.
+func (n *Node) LiveUIDs(ctx context.Context) (map[string]bool, error) {
+	live := map[string]bool{}
+	ss, err := n.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range ss {
+		live[s.GetLabels()[podUIDLabel]] = true
+	}
+	cs, err := n.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		live[c.GetLabels()[podUIDLabel]] = true
+	}
+	return live, nil
 }
 
 // podUIDLabel is the label the node agent puts on every sandbox and container of a pod.
