@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	podregistry "github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
@@ -98,6 +101,16 @@ func TestGeneratedPodsThroughTheNodeAgent(t *testing.T) {
 	for _, n := range nodes {
 		n.WaitForNodeReady(t, time.Minute)
 	}
+	// The pods are followed through one watch rather than polled with lists.
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace(ns))
+	podInformer := factory.Core().V1().Pods().Informer()
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	cache.WaitForCacheSync(stop, podInformer.HasSynced)
+	store := podInformer.GetStore()
+	// Fewer collections: the API server, etcd and five node agents share this process.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	panicsBefore := recoveredPanics()
 	g := podgen.New(seed, podgen.Options{Script: true, FailPulls: true, HostPathDir: t.TempDir()})
 
@@ -136,11 +149,11 @@ func TestGeneratedPodsThroughTheNodeAgent(t *testing.T) {
 			rejectedByAPI.Add(int64(refused))
 			run.Add(int64(len(created)))
 			t1 := time.Now()
-			if !waitConverged(t, c, ns, batch, created, seed) {
+			if !waitConverged(t, store, created, batch, seed) {
 				return
 			}
 			t2 := time.Now()
-			if !deleteBatch(t, c, ns, batch, created, nodes) {
+			if !deleteBatch(t, c, store, ns, batch, created, nodes) {
 				return
 			}
 			t.Logf("batch %d: %d pods created in %v, settled in %v, deleted in %v", batch, len(created), t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
@@ -219,17 +232,14 @@ func createAll(t *testing.T, c *framework.Cluster, pods []*v1.Pod, indexes []int
 
 // waitConverged waits until every pod of the batch has a settled status in the API (the
 // node agent's status writes were accepted), and fails with the pods that do not.
-func waitConverged(t *testing.T, c *framework.Cluster, ns string, batch int, pods []createdPod, seed int64) bool {
+func waitConverged(t *testing.T, store cache.Store, pods []createdPod, batch int, seed int64) bool {
 	deadline := time.Now().Add(convergeBound)
 	for {
-		list, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "batch=" + strconv.Itoa(batch), ResourceVersion: "0"})
-		if err != nil {
-			t.Error(err)
-			return false
-		}
 		byUID := map[string]*v1.Pod{}
-		for i := range list.Items {
-			byUID[string(list.Items[i].UID)] = &list.Items[i]
+		for _, p := range pods {
+			if obj, ok, _ := store.GetByKey(p.pod.Namespace + "/" + p.pod.Name); ok {
+				byUID[string(obj.(*v1.Pod).UID)] = obj.(*v1.Pod)
+			}
 		}
 		var pending []createdPod
 		for _, p := range pods {
@@ -260,23 +270,37 @@ func waitConverged(t *testing.T, c *framework.Cluster, ns string, batch int, pod
 
 // deleteBatch deletes the batch's pods and waits until the API has none of them and no
 // node's runtime runs any of them.
-func deleteBatch(t *testing.T, c *framework.Cluster, ns string, batch int, pods []createdPod, nodes []*Node) bool {
+func deleteBatch(t *testing.T, c *framework.Cluster, store cache.Store, ns string, batch int, pods []createdPod, nodes []*Node) bool {
 	ctx := context.Background()
-	selector := "batch=" + strconv.Itoa(batch)
-	if err := c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector}); err != nil {
-		t.Error(err)
-		return false
+	// One DELETE per pod, 16 at a time, as kubectl deletes a list of pods.
+	work := make(chan createdPod)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for p := range work {
+				err := c.Client.CoreV1().Pods(ns).Delete(ctx, p.pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.pod.UID))})
+				if err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("deleting generated pod %d: %v", p.index, err)
+				}
+			}
+		})
 	}
+	for _, p := range pods {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
 	deadline := time.Now().Add(deleteBound)
 	for {
-		list, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			t.Error(err)
-			return false
+		var left []*v1.Pod
+		for _, p := range pods {
+			if obj, ok, _ := store.GetByKey(p.pod.Namespace + "/" + p.pod.Name); ok && obj.(*v1.Pod).UID == p.pod.UID {
+				left = append(left, obj.(*v1.Pod))
+			}
 		}
 		// Nothing of a deleted pod runs, and its directory (with its tmpfs volumes) is gone.
 		live, dirs := 0, 0
-		if len(list.Items) == 0 {
+		if len(left) == 0 {
 			for _, n := range nodes {
 				uids, err := n.LiveUIDs(ctx)
 				if err != nil {
@@ -296,18 +320,18 @@ func deleteBatch(t *testing.T, c *framework.Cluster, ns string, batch int, pods 
 				}
 			}
 		}
-		if len(list.Items) == 0 && live == 0 && dirs == 0 {
+		if len(left) == 0 && live == 0 && dirs == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
-			for k := range list.Items {
+			for k := range left {
 				if k == 3 {
 					break
 				}
-				out, _ := yaml.Marshal(&list.Items[k])
+				out, _ := yaml.Marshal(left[k])
 				t.Errorf("pod still in the API %v after its deletion:\n%s", deleteBound, out)
 			}
-			t.Errorf("batch %d: %d pods still in the API, %d sandboxes or containers still live and %d pod directories left %v after the deletion", batch, len(list.Items), live, dirs, deleteBound)
+			t.Errorf("batch %d: %d pods still in the API, %d sandboxes or containers still live and %d pod directories left %v after the deletion", batch, len(left), live, dirs, deleteBound)
 			return false
 		}
 		time.Sleep(500 * time.Millisecond)

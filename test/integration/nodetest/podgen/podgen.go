@@ -181,9 +181,13 @@ func (g *Generator) filler(r *rand.Rand) *randfill.Filler {
 		func(p *v1.TerminationMessagePolicy, c randfill.Continue) {
 			*p = pick(c.Rand, v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError)
 		},
-		func(p *v1.Protocol, c randfill.Continue) { *p = pick(c.Rand, v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP) },
+		func(p *v1.Protocol, c randfill.Continue) {
+			*p = pick(c.Rand, v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP)
+		},
 		func(p *v1.URIScheme, c randfill.Continue) { *p = pick(c.Rand, v1.URISchemeHTTP, v1.URISchemeHTTPS) },
-		func(p *v1.HTTPProtocol, c randfill.Continue) { *p = pick(c.Rand, v1.HTTPProtocolHTTP1, v1.HTTPProtocolHTTP2) },
+		func(p *v1.HTTPProtocol, c randfill.Continue) {
+			*p = pick(c.Rand, v1.HTTPProtocolHTTP1, v1.HTTPProtocolHTTP2)
+		},
 		func(p *v1.Capability, c randfill.Continue) {
 			*p = pick[v1.Capability](c.Rand, "NET_ADMIN", "SYS_TIME", "CHOWN", "NET_RAW", "ALL")
 		},
@@ -202,7 +206,9 @@ func (g *Generator) filler(r *rand.Rand) *randfill.Filler {
 		},
 		func(p *v1.SELinuxOptions, c randfill.Continue) { p.Level = pick(c.Rand, "", "s0:c1,c2") },
 		func(p *v1.WindowsSecurityContextOptions, c randfill.Continue) {},
-		func(p *v1.StorageMedium, c randfill.Continue) { *p = pick(c.Rand, v1.StorageMediumDefault, v1.StorageMediumMemory) },
+		func(p *v1.StorageMedium, c randfill.Continue) {
+			*p = pick(c.Rand, v1.StorageMediumDefault, v1.StorageMediumMemory)
+		},
 		func(p *v1.HostPathType, c randfill.Continue) {
 			*p = pick(c.Rand, v1.HostPathUnset, v1.HostPathDirectoryOrCreate, v1.HostPathDirectory)
 		},
@@ -218,7 +224,9 @@ func (g *Generator) filler(r *rand.Rand) *randfill.Filler {
 		func(p *v1.NodeInclusionPolicy, c randfill.Continue) {
 			*p = pick(c.Rand, v1.NodeInclusionPolicyHonor, v1.NodeInclusionPolicyIgnore)
 		},
-		func(p *v1.TolerationOperator, c randfill.Continue) { *p = pick(c.Rand, v1.TolerationOpExists, v1.TolerationOpEqual) },
+		func(p *v1.TolerationOperator, c randfill.Continue) {
+			*p = pick(c.Rand, v1.TolerationOpExists, v1.TolerationOpEqual)
+		},
 		func(p *v1.TaintEffect, c randfill.Continue) {
 			*p = pick(c.Rand, v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute)
 		},
