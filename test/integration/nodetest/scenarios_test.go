@@ -2,6 +2,8 @@ package nodetest
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,32 @@ func waitForNothingLive(t *testing.T, n *Node, uid string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func TestNodeRunEndsItsGoroutinesBeforeReturning(t *testing.T) {
+	c := framework.StartShared(t)
+	n := StartNode(t, c, "scenario-stop", NodeOptions{})
+	n.WaitForNodeReady(t, podTimeout)
+	pod := createPod(t, c, MakePod("running").Node(n.Name).Container("app", "nginx:1.27").Obj())
+	WaitForPod(t, c.Client, pod.Namespace, pod.Name, podTimeout, "Running", Running)
+	n.Stop(t)
+	// Every goroutine Run started (node status, PLEG, pod workers, GC loops, volume
+	// manager...) has ended once Run has returned.
+	buf := make([]byte, 8<<20)
+	dump := string(buf[:runtime.Stack(buf, true)])
+	const creator = "created by github.com/berth-cluster/berth/pkg/node.(*Kubelet).Run"
+	if strings.Contains(dump, creator) {
+		t.Errorf("goroutines started by Kubelet.Run still run after it returned:\n%s", goroutinesCreatedBy(dump, creator))
+	}
+}
+
+// goroutinesCreatedBy are the stacks of a goroutine dump whose creator line has prefix.
+func goroutinesCreatedBy(dump, prefix string) string {
+	var out []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, prefix) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }

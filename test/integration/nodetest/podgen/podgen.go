@@ -738,3 +738,22 @@ func randLabel(r *rand.Rand) string {
 }
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
+
+// Settled is a generated pod whose status the node agent has settled: running, done, or
+// pending with a container waiting for a reason (an image that does not pull, a ConfigMap
+// that does not exist, a crash loop, init containers still running).
+func Settled(p *v1.Pod) bool {
+	switch p.Status.Phase {
+	case v1.PodRunning, v1.PodSucceeded, v1.PodFailed:
+		return true
+	case v1.PodPending:
+		for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, s := range list {
+				if s.State.Waiting != nil && s.State.Waiting.Reason != "" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
