@@ -87,15 +87,15 @@ type Kubelet struct {
 	runtime             container.Runtime
 	// podDirs removes a pod's directory, unmounting its tmpfs volumes first (the runtime
 	// manager's).
-	podDirs interface{ RemovePodDir(uid string) error }
-	pleg                lifecycleEvents
-	podCache            pleg.Cache
-	admitHandlers       []admission.PodAdmitHandler
-	nodeStatus          *nodestatus.Controller
-	runtimeState        *nodestatus.RuntimeState
-	sourcesReady        config.SourcesReady
-	mirrorClient        mirror.Client
-	reasonCache         *podstatus.ReasonCache
+	podDirs       interface{ RemovePodDir(uid string) error }
+	pleg          lifecycleEvents
+	podCache      pleg.Cache
+	admitHandlers []admission.PodAdmitHandler
+	nodeStatus    *nodestatus.Controller
+	runtimeState  *nodestatus.RuntimeState
+	sourcesReady  config.SourcesReady
+	mirrorClient  mirror.Client
+	reasonCache   *podstatus.ReasonCache
 	// crashLoopBackOff is the restart back-off of containers (10 s doubling to 5 min).
 	crashLoopBackOff *flowcontrol.Backoff
 	// containerDeletor removes a pod's surplus dead containers when one dies.

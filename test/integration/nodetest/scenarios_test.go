@@ -112,22 +112,25 @@ func TestNodeRunEndsItsGoroutinesBeforeReturning(t *testing.T) {
 	n.WaitForNodeReady(t, podTimeout)
 	pod := createPod(t, c, MakePod("running").Node(n.Name).Container("app", "nginx:1.27").Obj())
 	WaitForPod(t, c.Client, pod.Namespace, pod.Name, podTimeout, "Running", Running)
+	// The goroutines Run starts (node status, PLEG, pod workers, GC loops, volume manager,
+	// sync loop...) have Run's closures on their stacks.
+	const marker = "berth/pkg/node.(*Kubelet).Run"
+	if got := goroutinesWith(marker); got == "" {
+		t.Fatalf("no goroutine of a running node agent has %s on its stack: the check below would be blind", marker)
+	}
 	n.Stop(t)
-	// Every goroutine Run started (node status, PLEG, pod workers, GC loops, volume
-	// manager...) has ended once Run has returned.
-	buf := make([]byte, 8<<20)
-	dump := string(buf[:runtime.Stack(buf, true)])
-	const creator = "created by github.com/berth-cluster/berth/pkg/node.(*Kubelet).Run"
-	if strings.Contains(dump, creator) {
-		t.Errorf("goroutines started by Kubelet.Run still run after it returned:\n%s", goroutinesCreatedBy(dump, creator))
+	if got := goroutinesWith(marker); got != "" {
+		t.Errorf("goroutines started by Kubelet.Run still run after it returned:\n%s", got)
 	}
 }
 
-// goroutinesCreatedBy are the stacks of a goroutine dump whose creator line has prefix.
-func goroutinesCreatedBy(dump, prefix string) string {
+// goroutinesWith are the stacks of the process's goroutines that contain s.
+func goroutinesWith(s string) string {
+	buf := make([]byte, 16<<20)
+	dump := string(buf[:runtime.Stack(buf, true)])
 	var out []string
 	for _, g := range strings.Split(dump, "\n\n") {
-		if strings.Contains(g, prefix) {
+		if strings.Contains(g, s) {
 			out = append(out, g)
 		}
 	}
