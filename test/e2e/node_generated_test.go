@@ -72,9 +72,10 @@ func TestNodeRunsGeneratedPods(t *testing.T) {
 			return [][]string{{"sh", "-c", "exit 0"}, {"sh", "-c", "exit 1"}, {"sleep", "600"}, {"sh", "-c", "sleep 1"}, {"true"}}[r.Intn(5)]
 		},
 	})
-	panicsBefore := recoveredPanicsOf(t, c)
+	panicsBefore := recoveredPanicsOf(t, client)
 
-	var generated, refused, run int
+	var generated, invalid, refused, run int
+	outcomes := map[string]int{}
 	index := 0
 	for batch := 0; run < total; batch++ {
 		var pods []*v1.Pod
@@ -88,6 +89,7 @@ func TestNodeRunsGeneratedPods(t *testing.T) {
 			check := pod.DeepCopy()
 			podregistry.SetDefaults(check)
 			if len(podregistry.ValidatePod(check)) > 0 {
+				invalid++
 				continue
 			}
 			pods, indexes = append(pods, pod), append(indexes, i)
@@ -113,7 +115,7 @@ func TestNodeRunsGeneratedPods(t *testing.T) {
 		wg.Wait()
 		run += len(created)
 		start := time.Now()
-		settleGenerated(t, client, ns, created, seed)
+		settleGenerated(t, client, ns, created, seed, outcomes)
 		settled := time.Since(start)
 		deleteGenerated(t, client, n, ns, created)
 		t.Logf("batch %d: %d pods settled in %v, deleted in %v", batch, len(created), settled.Round(time.Millisecond), (time.Since(start) - settled).Round(time.Millisecond))
@@ -124,11 +126,12 @@ func TestNodeRunsGeneratedPods(t *testing.T) {
 	if c.proc.exited() {
 		t.Fatalf("berth up exited while the generated pods ran: %v", c.proc.err)
 	}
-	panics := recoveredPanicsOf(t, c) - panicsBefore
+	panics := recoveredPanicsOf(t, client) - panicsBefore
 	if panics != 0 {
 		t.Errorf("berth_recovered_panics_total grew by %v while the generated pods ran", panics)
 	}
-	t.Logf("pods generated %d, accepted %d, run %d, seed %d, panics %v", generated, run, run, seed, panics)
+	t.Logf("outcomes: %v", outcomes)
+	t.Logf("pods generated %d, accepted %d (refused by validation %d, by the API %d), run %d, seed %d, panics %v", generated, generated-invalid-refused, invalid, refused, run, seed, panics)
 }
 
 // shrinkResources scales a generated pod's cpu and memory down to what a small test machine
@@ -156,7 +159,7 @@ func isClientError(err error) bool {
 }
 
 // settleGenerated waits until every pod's status, as the API has it, is settled.
-func settleGenerated(t *testing.T, client kubernetes.Interface, ns string, pods map[int]*v1.Pod, seed int64) {
+func settleGenerated(t *testing.T, client kubernetes.Interface, ns string, pods map[int]*v1.Pod, seed int64, outcomes map[string]int) {
 	t.Helper()
 	deadline := time.Now().Add(genE2ESettle)
 	for {
@@ -178,6 +181,9 @@ func settleGenerated(t *testing.T, client kubernetes.Interface, ns string, pods 
 			}
 		}
 		if len(pending) == 0 {
+			for _, p := range pods {
+				outcomes[podgen.Outcome(byUID[string(p.UID)])]++
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -229,11 +235,14 @@ func deleteGenerated(t *testing.T, client kubernetes.Interface, n *node, ns stri
 
 // recoveredPanicsOf sums berth_recovered_panics_total from the API server's /metrics (berth
 // up runs the node agent in the same process, so its counter is there too).
-func recoveredPanicsOf(t *testing.T, c *cluster) float64 {
+func recoveredPanicsOf(t *testing.T, client kubernetes.Interface) float64 {
 	t.Helper()
-	out := c.must(t, "get", "--raw", "/metrics")
+	out, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading the API server's /metrics: %v", err)
+	}
 	total := 0.0
-	sc := bufio.NewScanner(strings.NewReader(out))
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

@@ -108,6 +108,9 @@ func TestGeneratedPodsThroughTheNodeAgent(t *testing.T) {
 	index, queued := 0, 0
 	// Batches overlap (genInFlight at once), so that creating, settling and deleting pods
 	// of different batches share the API server's time.
+	var outcomesMu sync.Mutex
+	outcomes := map[string]int{}
+	tally := func(o string) { outcomesMu.Lock(); outcomes[o]++; outcomesMu.Unlock() }
 	inFlight := make(chan struct{}, genInFlight)
 	var wg sync.WaitGroup
 	for batch := 0; queued < total && !t.Failed(); batch++ {
@@ -137,7 +140,7 @@ func TestGeneratedPodsThroughTheNodeAgent(t *testing.T) {
 			rejectedByAPI.Add(int64(refused))
 			run.Add(int64(len(created)))
 			t1 := time.Now()
-			if !waitConverged(t, store, created, batch, seed) {
+			if !waitConverged(t, store, created, batch, seed, tally) {
 				return
 			}
 			t2 := time.Now()
@@ -156,6 +159,7 @@ func TestGeneratedPodsThroughTheNodeAgent(t *testing.T) {
 	if got := recoveredPanics(); got != panicsBefore {
 		t.Errorf("berth_recovered_panics_total grew from %v to %v while the pods ran", panicsBefore, got)
 	}
+	t.Logf("outcomes: %v", outcomes)
 	t.Logf("pods generated %d, accepted %d (refused by validation %d, by the API %d), run %d, seed %d, panics %v, in %v",
 		generated, int64(generated-rejectedByValidation)-rejectedByAPI.Load(), rejectedByValidation, rejectedByAPI.Load(), run.Load(), seed, recoveredPanics()-panicsBefore, time.Since(start).Round(time.Second))
 	if run.Load() < int64(total) {
@@ -220,7 +224,7 @@ func createAll(t *testing.T, c *framework.Cluster, pods []*v1.Pod, indexes []int
 
 // waitConverged waits until every pod of the batch has a settled status in the API (the
 // node agent's status writes were accepted), and fails with the pods that do not.
-func waitConverged(t *testing.T, store cache.Store, pods []createdPod, batch int, seed int64) bool {
+func waitConverged(t *testing.T, store cache.Store, pods []createdPod, batch int, seed int64, outcomes func(string)) bool {
 	deadline := time.Now().Add(convergeBound)
 	for {
 		byUID := map[string]*v1.Pod{}
@@ -239,6 +243,9 @@ func waitConverged(t *testing.T, store cache.Store, pods []createdPod, batch int
 			}
 		}
 		if len(pending) == 0 {
+			for _, p := range byUID {
+				outcomes(podgen.Outcome(p))
+			}
 			return true
 		}
 		if time.Now().After(deadline) {

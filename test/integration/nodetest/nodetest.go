@@ -57,12 +57,12 @@ type Node struct {
 	done    chan error
 }
 
-// machine is what every test node reports: big enough that admission refuses only pods that
-// ask for more than any real node has.
+// machine is what every test node reports: big enough that hundreds of generated pods, each
+// asking for up to a few cores and GiB, fit (admission would refuse them OutOfcpu).
 var machine = nodestatus.MachineInfo{
-	NumCores:       64,
-	MemoryCapacity: 256 << 30,
-	RootfsCapacity: 1 << 40,
+	NumCores:       4096,
+	MemoryCapacity: 16 << 40,
+	RootfsCapacity: 16 << 40,
 	MachineID:      "nodetest",
 	SystemUUID:     "nodetest",
 	BootID:         "nodetest-boot",

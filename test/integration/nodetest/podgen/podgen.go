@@ -569,12 +569,12 @@ func (g *Generator) volumes(r *rand.Rand, f *randfill.Filler) []v1.Volume {
 				v.HostPath.Path = g.opts.HostPathDir
 			}
 		case "configMap":
-			v.ConfigMap = &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: pick(r, "present", "absent")}}
+			v.ConfigMap = &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: objectName(r)}}
 			v.ConfigMap.Optional = optionalBool(r)
 			v.ConfigMap.Items = keyItems(r)
 			v.ConfigMap.DefaultMode = mode(r)
 		case "secret":
-			v.Secret = &v1.SecretVolumeSource{SecretName: pick(r, "present", "absent")}
+			v.Secret = &v1.SecretVolumeSource{SecretName: objectName(r)}
 			v.Secret.Optional = optionalBool(r)
 			v.Secret.Items = keyItems(r)
 			v.Secret.DefaultMode = mode(r)
@@ -587,7 +587,7 @@ func (g *Generator) volumes(r *rand.Rand, f *randfill.Filler) []v1.Volume {
 				case 0:
 					p.Sources = append(p.Sources, v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "present"}, Items: prefixItems(keyItems(r), j), Optional: optionalBool(r)}})
 				case 1:
-					p.Sources = append(p.Sources, v1.VolumeProjection{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: pick(r, "present", "absent")}, Items: prefixItems(keyItems(r), j), Optional: optionalBool(r)}})
+					p.Sources = append(p.Sources, v1.VolumeProjection{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: objectName(r)}, Items: prefixItems(keyItems(r), j), Optional: optionalBool(r)}})
 				case 2:
 					items := downwardItems(r)
 					for n := range items {
@@ -626,6 +626,23 @@ func hasToken(p *v1.ProjectedVolumeSource) bool {
 	return false
 }
 
+// objectName names the ConfigMap or Secret "present" (which the tests create) but one time in
+// eight "absent": a pod that needs an absent one waits, and most pods should get further.
+func objectName(r *rand.Rand) string {
+	if r.Intn(8) == 0 {
+		return "absent"
+	}
+	return "present"
+}
+
+// keyName is the key "k" (which "present" has), or one time in eight "missing".
+func keyName(r *rand.Rand) string {
+	if r.Intn(8) == 0 {
+		return "missing"
+	}
+	return "k"
+}
+
 func optionalBool(r *rand.Rand) *bool {
 	switch r.Intn(3) {
 	case 0:
@@ -646,7 +663,7 @@ func mode(r *rand.Rand) *int32 {
 func keyItems(r *rand.Rand) []v1.KeyToPath {
 	var items []v1.KeyToPath
 	for k := range r.Intn(3) {
-		items = append(items, v1.KeyToPath{Key: pick(r, "k", "missing"), Path: fmt.Sprintf("i%d/%s", k, randLabel(r)), Mode: mode(r)})
+		items = append(items, v1.KeyToPath{Key: keyName(r), Path: fmt.Sprintf("i%d/%s", k, randLabel(r)), Mode: mode(r)})
 	}
 	return items
 }
@@ -685,9 +702,9 @@ func randomEnv(r *rand.Rand, container string) []v1.EnvVar {
 		case 1:
 			e.ValueFrom = &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: pick(r, "limits.cpu", "limits.memory", "requests.cpu", "limits.ephemeral-storage")}}
 		case 2:
-			e.ValueFrom = &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: pick(r, "present", "absent")}, Key: pick(r, "k", "missing"), Optional: optionalBool(r)}}
+			e.ValueFrom = &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: objectName(r)}, Key: keyName(r), Optional: optionalBool(r)}}
 		case 3:
-			e.ValueFrom = &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: pick(r, "present", "absent")}, Key: pick(r, "k", "missing"), Optional: optionalBool(r)}}
+			e.ValueFrom = &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: objectName(r)}, Key: keyName(r), Optional: optionalBool(r)}}
 		case 4:
 			e.Value = "$(E0_X) and $$literal " + randLabel(r)
 		default:
@@ -756,4 +773,23 @@ func Settled(p *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Outcome names how a settled pod ended up, for a tally: its phase, and for a pending pod
+// the first waiting reason ("Pending/ContainerCreating").
+func Outcome(p *v1.Pod) string {
+	if p.Status.Phase != v1.PodPending {
+		if p.Status.Reason != "" {
+			return string(p.Status.Phase) + "/" + p.Status.Reason
+		}
+		return string(p.Status.Phase)
+	}
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, s := range list {
+			if s.State.Waiting != nil && s.State.Waiting.Reason != "" {
+				return "Pending/" + s.State.Waiting.Reason
+			}
+		}
+	}
+	return "Pending"
 }
