@@ -69,7 +69,10 @@ func TestNodeRunsGeneratedPods(t *testing.T) {
 		HostPathDir: t.TempDir(),
 		// Short commands that exit, fail, or sleep past the batch.
 		Command: func(r *rand.Rand) []string {
-			return [][]string{{"sh", "-c", "exit 0"}, {"sh", "-c", "exit 1"}, {"sleep", "600"}, {"sh", "-c", "sleep 1"}, {"true"}}[r.Intn(5)]
+			return [][]string{{"sh", "-c", "exit 0"}, {"sh", "-c", "exit 1"}, {"sleep", "600"}, {"sleep", "600"}, {"sh", "-c", "sleep 1"}, {"true"}}[r.Intn(6)]
+		},
+		InitCommand: func(r *rand.Rand) []string {
+			return [][]string{{"true"}, {"true"}, {"sh", "-c", "exit 0"}, {"sh", "-c", "exit 1"}}[r.Intn(4)]
 		},
 	})
 	panicsBefore := recoveredPanicsOf(t, client)
@@ -173,7 +176,7 @@ func settleGenerated(t *testing.T, client kubernetes.Interface, ns string, pods 
 		}
 		var pending []int
 		for i, p := range pods {
-			if got := byUID[string(p.UID)]; got == nil || !podgen.Settled(got) {
+			if got := byUID[string(p.UID)]; got == nil || !podgen.Settled(got, time.Now()) {
 				if got != nil {
 					pods[i] = got
 				}
@@ -182,7 +185,7 @@ func settleGenerated(t *testing.T, client kubernetes.Interface, ns string, pods 
 		}
 		if len(pending) == 0 {
 			for _, p := range pods {
-				outcomes[podgen.Outcome(byUID[string(p.UID)])]++
+				outcomes[podgen.Outcome(byUID[string(p.UID)], time.Now())]++
 			}
 			return
 		}

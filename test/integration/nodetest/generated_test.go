@@ -235,7 +235,7 @@ func waitConverged(t *testing.T, store cache.Store, pods []createdPod, batch int
 		}
 		var pending []createdPod
 		for _, p := range pods {
-			if got, ok := byUID[string(p.pod.UID)]; !ok || !podgen.Settled(got) {
+			if got, ok := byUID[string(p.pod.UID)]; !ok || !podgen.Settled(got, time.Now()) {
 				if ok {
 					p.pod = got
 				}
@@ -244,7 +244,7 @@ func waitConverged(t *testing.T, store cache.Store, pods []createdPod, batch int
 		}
 		if len(pending) == 0 {
 			for _, p := range byUID {
-				outcomes(podgen.Outcome(p))
+				outcomes(podgen.Outcome(p, time.Now()))
 			}
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,6 +37,9 @@ type Options struct {
 	// Command, when set, is the command of every container that would otherwise run its
 	// image's (a real runtime needs one that exists in the image).
 	Command func(r *rand.Rand) []string
+	// InitCommand is the command of plain (not restartable) init containers, which must end
+	// for the pod to start; nil uses Command.
+	InitCommand func(r *rand.Rand) []string
 }
 
 // Generator makes the pods of one seed.
@@ -76,6 +80,9 @@ func (g *Generator) Pod(i int, namespace, nodeName string) *v1.Pod {
 	}
 	for j := range r.Intn(3) {
 		c := g.container(r, f, fmt.Sprintf("init%d", j), spec.Volumes, false)
+		if g.opts.InitCommand != nil {
+			c.Command = g.opts.InitCommand(r)
+		}
 		if r.Intn(3) == 0 {
 			// A sidecar: a restartable init container, which may have probes and hooks.
 			c.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
@@ -757,39 +764,52 @@ func randLabel(r *rand.Rand) string {
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
 
 // Settled is a generated pod whose status the node agent has settled: running, done, or
-// pending with a container waiting for a reason (an image that does not pull, a ConfigMap
-// that does not exist, a crash loop, init containers still running).
-func Settled(p *v1.Pod) bool {
-	switch p.Status.Phase {
-	case v1.PodRunning, v1.PodSucceeded, v1.PodFailed:
-		return true
-	case v1.PodPending:
-		for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-			for _, s := range list {
-				if s.State.Waiting != nil && s.State.Waiting.Reason != "" {
-					return true
-				}
-			}
-		}
-	}
-	return false
+// pending for a reason that stays: a container waiting for one (an image that does not pull,
+// a ConfigMap that does not exist, a crash loop), an init container running or restarting
+// (a sidecar that exits is restarted, and the init containers after it wait), or a sandbox
+// the runtime has refused for SandboxGrace (an invalid sysctl; the events say
+// FailedCreatePodSandBox). ContainerCreating and PodInitializing alone are steps on the way.
+func Settled(p *v1.Pod, now time.Time) bool {
+	return Outcome(p, now) != ""
 }
 
-// Outcome names how a settled pod ended up, for a tally: its phase, and for a pending pod
-// the first waiting reason ("Pending/ContainerCreating").
-func Outcome(p *v1.Pod) string {
-	if p.Status.Phase != v1.PodPending {
+// SandboxGrace is how long a pod may stay without a sandbox before Settled takes it as
+// refused by the runtime.
+const SandboxGrace = 30 * time.Second
+
+// Outcome names how a settled pod ended up, for a tally: its phase (and reason), and for a
+// pending pod why ("Pending/CreateContainerConfigError", "Pending/InitRunning"); "" while it
+// has not settled.
+func Outcome(p *v1.Pod, now time.Time) string {
+	switch p.Status.Phase {
+	case v1.PodRunning, v1.PodSucceeded, v1.PodFailed:
 		if p.Status.Reason != "" {
 			return string(p.Status.Phase) + "/" + p.Status.Reason
 		}
 		return string(p.Status.Phase)
+	case v1.PodPending:
+	default:
+		return ""
 	}
 	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, s := range list {
-			if s.State.Waiting != nil && s.State.Waiting.Reason != "" {
-				return "Pending/" + s.State.Waiting.Reason
+			if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+				return "Pending/" + w.Reason
 			}
 		}
 	}
-	return "Pending"
+	for _, s := range p.Status.InitContainerStatuses {
+		switch {
+		case s.State.Running != nil:
+			return "Pending/InitRunning"
+		case s.RestartCount > 0:
+			return "Pending/InitRestarting"
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReadyToStartContainers && c.Status == v1.ConditionFalse && now.Sub(c.LastTransitionTime.Time) > SandboxGrace {
+			return "Pending/NoSandbox"
+		}
+	}
+	return ""
 }
