@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	internalapi "k8s.io/cri-api/pkg/apis"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
@@ -35,9 +33,6 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
-	"github.com/berth-cluster/berth/pkg/node/images"
-	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
-	"github.com/berth-cluster/berth/pkg/node/logs"
 	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
@@ -52,6 +47,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/status"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 
@@ -179,22 +175,30 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		err := server.Serve(ctx, server.ServerConfig{
-			Address:      net.JoinHostPort(kc.Address, fmt.Sprint(kc.Port)),
-			CertFile:     certFile,
-			KeyFile:      keyFile,
-			ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
-			NodeName:     cfg.NodeName,
-			Authorizer:   authz,
-			LogsDir:      cfg.LogsDir,
-			Summary:      kl.statsProvider.Summary,
-			Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService, nodeMetrics.Collectors()...),
-		}, kl.podManager, kl.runtime)
-		if err != nil && ctx.Err() == nil {
-			logger.Error(err, "The node API stopped")
-		}
-	}()
+	// The node API goroutine ends with Run, and comes back after a panic or a failed start
+	// (its port still held by a previous process, say).
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait
+	wg.Go(func() {
+		panics.Forever(ctx, "node-api", func(ctx context.Context) {
+			err := server.Serve(ctx, server.ServerConfig{
+				Address:      net.JoinHostPort(kc.Address, fmt.Sprint(kc.Port)),
+				CertFile:     certFile,
+				KeyFile:      keyFile,
+				ClientCAFile: filepath.Join(cfg.PKIDir, "ca.crt"),
+				NodeName:     cfg.NodeName,
+				Authorizer:   authz,
+				LogsDir:      cfg.LogsDir,
+				Summary:      kl.statsProvider.Summary,
+				Metrics:      stats.MetricsHandler(cfg.NodeName, runtimeService, nodeMetrics.Collectors()...),
+			}, kl.podManager, kl.runtime)
+			if err != nil && ctx.Err() == nil {
+				logger.Error(err, "The node API stopped")
+			}
+		})
+	})
 	return kl.Run(ctx, updates)
 }
 
@@ -248,62 +252,30 @@ const EventedPLEG = "EventedPLEG"
 // runtime manager over the CRI, pod manager, PLEG, pod workers, status, probe, volume, image
 // GC and eviction managers, node status, admission and the config sources. It returns the
 // Kubelet and the merged pod updates to run it with.
+//
+// The modules are built in the order their dependencies allow, each from the parts built
+// before it (modules.go): pod workers, then the status manager (which asks them whether a
+// pod may still run), the prober (exec probes straight through the CRI), the volume manager,
+// and the runtime manager on the prober's verdicts and the volume manager. The Kubelet is
+// the pod workers' PodSyncer (SyncPod and the termination steps), as in the seeds.
 func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfiguration, deps Dependencies) (*Kubelet, <-chan kubetypes.PodUpdate, error) {
-	logger := klog.FromContext(ctx)
-	client, recorder, runtimeService, imageService, nodeMetrics := deps.Client, deps.Recorder, deps.Runtime, deps.Images, deps.Metrics
+	client, recorder := deps.Client, deps.Recorder
+	if cfg.NodeIP == nil {
+		// As Run defaults it: a nil IP would be reported as the pods' hostIP "<nil>", which
+		// the API's status validation refuses.
+		cfg.NodeIP = net.IPv4(127, 0, 0, 1)
+	}
 	var clk clock.WithTicker = clock.RealClock{}
 	if deps.Clock != nil {
 		clk = deps.Clock
 	}
-	var err error
-	if cfg.PodCIDR != "" {
-		if err := runtimeService.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cfg.PodCIDR}}); err != nil {
-			logger.Error(err, "Telling the runtime the pod CIDR")
-		}
-	}
-	clusterDNS := []net.IP{}
-	for _, s := range kc.ClusterDNS {
-		if ip := net.ParseIP(s); ip != nil {
-			clusterDNS = append(clusterDNS, ip)
-		}
-	}
-	// Container IDs carry the runtime's name ("containerd://…"), as the kubelet's do.
-	runtimeName := ""
-	if v, err := runtimeService.Version(ctx, "v1"); err == nil {
-		runtimeName = v.RuntimeName
-	}
-	verdicts := &probeVerdicts{}
-	var runtime *kuberuntime.Manager
-	volumes := volume.NewManager(filepath.Join(cfg.DataDir, "pods"), apiObjects{client}, func() v1.ResourceList { return runtime.Allocatable() })
-	runtime, err = kuberuntime.NewManager(kuberuntime.Config{
-		RuntimeName:   runtimeName,
-		PodLogsDir:    kc.PodLogsDir,
-		RootDir:       cfg.DataDir,
-		NodeName:      cfg.NodeName,
-		NodeIPs:       []net.IP{cfg.NodeIP},
-		ClusterDNS:    clusterDNS,
-		ClusterDomain: kc.ClusterDomain,
-		ResolvConf:    *kc.ResolverConfig,
-		CgroupDriver:  kc.CgroupDriver,
-		Objects:       apiObjects{client},
-		Probes:        verdicts,
-		Volumes:       volumes,
-		NoPodCgroups:  deps.Simulated,
-		Clock:         clk,
-	}, runtimeService, imageService, recorder)
+	tellRuntimePodCIDR(ctx, deps.Runtime, cfg.PodCIDR)
+	machine, err := machineFor(deps, cfg.DataDir)
 	if err != nil {
 		return nil, nil, err
 	}
+	allocatable := nodeAllocatable(machine)
 
-	podManager := podmanager.New()
-	podCache := pleg.NewCache()
-	// The PLEG follows the runtime's container events behind upstream's EventedPLEG feature
-	// gate (alpha, off by default; containerd 1.6 has no stream): berth sim turns it on, as
-	// its in-memory runtime streams them, so that idle pods cost no relist every second.
-	var events pleg.EventSource
-	if kc.FeatureGates[EventedPLEG] {
-		events = runtimeService
-	}
 	kl := &Kubelet{
 		nodeName:         cfg.NodeName,
 		nodeIPs:          []net.IP{cfg.NodeIP},
@@ -311,78 +283,67 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		client:           client,
 		recorder:         recorder,
 		clock:            clk,
-		podManager:       podManager,
-		runtime:          runtime,
-		podCache:         podCache,
-		pleg:             pleg.NewGenericPLEG(runtime, podCache, time.Second, events, clk, nodeMetrics),
-		metrics:          nodeMetrics,
+		podManager:       podmanager.New(),
+		podCache:         pleg.NewCache(),
+		metrics:          deps.Metrics,
 		runtimeState:     nodestatus.NewRuntimeState(),
 		reasonCache:      podstatus.NewReasonCache(),
 		crashLoopBackOff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
-		mirrorClient:     nil,
+		imageGCPeriod:    cfg.ImageGCPeriod,
 	}
-	kl.workQueue = podworkers.NewWorkQueue(clk)
-	kl.podWorkers = podworkers.New(kl, recorder, kl.workQueue, kc.SyncFrequency.Duration, 10*time.Second, podCache)
-	kl.statusManager = status.NewManager(client, podManager, kl)
-	kl.probeManager = prober.NewManager(ctx, kl.statusManager, runtime, recorder, kl.podWorkers.IsPodTerminationRequested)
-	verdicts.m = kl.probeManager
-	kl.volumeManager = volumes
-	maxLogSize, err := resource.ParseQuantity(kc.ContainerLogMaxSize)
-	if err != nil {
-		return nil, nil, fmt.Errorf("containerLogMaxSize %q: %w", kc.ContainerLogMaxSize, err)
-	}
-	if !deps.Simulated {
-		if kl.containerLogManager, err = logs.NewManager(runtimeService, maxLogSize.Value(), int(*kc.ContainerLogMaxFiles)); err != nil {
-			return nil, nil, fmt.Errorf("container log manager: %w", err)
-		}
-	}
-	kl.imageGCPeriod = cfg.ImageGCPeriod
 	if kl.imageGCPeriod <= 0 {
 		kl.imageGCPeriod = 5 * time.Minute
 	}
-	kl.imageGC, err = images.NewGCManager(runtime, images.GCPolicy{
-		HighThresholdPercent: int(*kc.ImageGCHighThresholdPercent),
-		LowThresholdPercent:  int(*kc.ImageGCLowThresholdPercent),
-		MinAge:               kc.ImageMinimumGCAge.Duration,
-	}, pause.ImageName, recorder, kl.nodeRef())
+	kl.workQueue = podworkers.NewWorkQueue(clk)
+	kl.podWorkers = podworkers.New(kl, recorder, kl.workQueue, kc.SyncFrequency.Duration, 10*time.Second, kl.podCache)
+	kl.statusManager = status.NewManager(client, kl.podManager, podDeletionSafety{kl.podWorkers})
+	kl.probeManager = prober.NewManager(ctx, kl.statusManager, criCommandRunner{deps.Runtime}, recorder, kl.podWorkers.IsPodTerminationRequested)
+	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, func() v1.ResourceList { return allocatable })
+	runtime, err := newRuntimeManager(ctx, cfg, kc, deps, runtimeModules{
+		client:      client,
+		recorder:    recorder,
+		clock:       clk,
+		machine:     machine,
+		allocatable: allocatable,
+		probes:      probeVerdicts{kl.probeManager},
+		volumes:     kl.volumeManager,
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("image garbage collection: %w", err)
+		return nil, nil, err
 	}
+	kl.runtime, kl.podDirs = runtime, runtime
+	kl.pleg = newPLEG(kc, runtime, deps.Runtime, kl.podCache, clk, deps)
+	if kl.containerLogManager, err = newContainerLogManager(kc, deps.Runtime, deps.Simulated); err != nil {
+		return nil, nil, err
+	}
+	if kl.imageGC, err = newImageGC(kc, runtime, recorder, kl.nodeRef()); err != nil {
+		return nil, nil, err
+	}
+	kl.statsProvider = stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, deps.Runtime, deps.Images, kl.podManager.GetPods)
+	podConfig := config.NewPodConfig(recorder)
+	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
 
 	thresholds, err := eviction.ParseThresholds(kc.EvictionHard)
 	if err != nil {
 		return nil, nil, err
 	}
-	// The hard thresholds of memory and nodefs are kept out of allocatable (the node status).
-	var memoryThreshold resource.Quantity
-	nodefsPercent := float64(nodestatus.DefaultNodefsThresholdPercent)
-	for _, t := range thresholds {
-		switch {
-		case t.Signal == eviction.SignalMemoryAvailable && t.Quantity != nil:
-			memoryThreshold = *t.Quantity
-		case t.Signal == eviction.SignalNodeFsAvailable && t.Quantity == nil:
-			nodefsPercent = t.Percentage * 100
-		}
-	}
-	statsProvider := stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, runtimeService, imageService, podManager.GetPods)
-	kl.statsProvider = statsProvider
-	kl.eviction = eviction.NewManager(kl.podsToMeasure,
-		func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod,
-		eviction.Config{
-			Thresholds:               thresholds,
-			PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
-			Summary:                  statsProvider.Summary,
-			DeleteUnusedContainers: func(ctx context.Context) error {
-				return kl.runtime.GarbageCollect(ctx, containerGCPolicy, kl.podWorkers, kl.sourcesReady.AllReady())
-			},
-			DeleteUnusedImages: kl.imageGC.DeleteUnusedImages,
-			Recorder:           recorder,
-			Node:               kl.nodeRef(),
-			Metrics:            nodeMetrics,
-		})
-	var pressure nodestatus.PressureSource = kl.eviction
-	if deps.Simulated {
-		kl.eviction, pressure = nil, nil
+	memoryThreshold, nodefsPercent := hardThresholds(thresholds)
+	var pressure nodestatus.PressureSource
+	// A simulated node has no eviction manager: its signals would be this machine's.
+	if !deps.Simulated {
+		kl.eviction = eviction.NewManager(kl.podsToMeasure,
+			func(uid types.UID) string { return filepath.Join(kl.podsDir(), string(uid)) }, kl.evictPod,
+			eviction.Config{
+				Thresholds:               thresholds,
+				PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
+				Summary:                  kl.statsProvider.Summary,
+				DeleteUnusedContainers:   kl.garbageCollectForEviction,
+				DeleteUnusedImages:       kl.imageGC.DeleteUnusedImages,
+				Recorder:                 recorder,
+				Node:                     kl.nodeRef(),
+				Metrics:                  deps.Metrics,
+			})
+		pressure = kl.eviction
 	}
 	kl.nodeStatus = nodestatus.New(client, nodestatus.Config{
 		NodeName:               cfg.NodeName,
@@ -412,31 +373,16 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	}
 	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
 
-	// The config sources, merged into one channel.
-	podConfig := config.NewPodConfig(recorder)
-	if cfg.ManifestPath != "" {
-		config.NewSourceFile(ctx, cfg.ManifestPath, cfg.NodeName, kc.FileCheckFrequency.Duration, podConfig.Channel(ctx, kubetypes.FileSource))
-	}
-	if cfg.ManifestURL != "" {
-		config.NewSourceURL(ctx, cfg.ManifestURL, kc.StaticPodURLHeader, cfg.NodeName, kc.HTTPCheckFrequency.Duration, podConfig.Channel(ctx, kubetypes.HTTPSource))
-	}
 	nodeHasSynced := func() bool { _, err := kl.nodeStatus.GetNode(); return err == nil }
-	source := deps.APIServerSource
-	if source == nil {
-		source = func(ctx context.Context, nodeName string, nodeHasSynced func() bool, updates chan<- interface{}) {
-			config.NewSourceApiserver(ctx, client, nodeName, nodeHasSynced, updates)
-		}
-	}
-	source(ctx, cfg.NodeName, nodeHasSynced, podConfig.Channel(ctx, kubetypes.ApiserverSource))
-	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
-	if err := os.MkdirAll(kc.PodLogsDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("creating the pod logs dir: %w", err)
+	startConfigSources(ctx, cfg, kc, client, deps, podConfig, nodeHasSynced)
+	if err := makePodLogsDir(kc); err != nil {
+		return nil, nil, err
 	}
 	return kl, podConfig.Updates(), nil
 }
 
-// PodCouldHaveRunningContainers tells the status manager whether a pod might still run, so
-// that it deletes a pod from the API only once it surely does not.
-func (kl *Kubelet) PodCouldHaveRunningContainers(pod *v1.Pod) bool {
-	return kl.podWorkers.CouldHaveRunningContainers(pod.UID)
+// garbageCollectForEviction is the eviction manager's first reclaim of node disk: dead
+// containers and sandboxes.
+func (kl *Kubelet) garbageCollectForEviction(ctx context.Context) error {
+	return kl.runtime.GarbageCollect(ctx, containerGCPolicy, kl.podWorkers, kl.sourcesReady.AllReady())
 }

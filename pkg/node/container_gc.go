@@ -37,21 +37,24 @@ type podContainerDeletor struct {
 	keep   int
 }
 
-func newPodContainerDeletor(ctx context.Context, runtime container.Runtime, keep int) *podContainerDeletor {
-	d := &podContainerDeletor{worker: make(chan container.ContainerID, containerDeletorBufferLimit), keep: keep}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case id := <-d.worker:
-				if err := runtime.DeleteContainer(ctx, id); err != nil {
-					klog.FromContext(ctx).Error(err, "DeleteContainer returned error", "containerID", id)
-				}
+func newPodContainerDeletor(keep int) *podContainerDeletor {
+	return &podContainerDeletor{worker: make(chan container.ContainerID, containerDeletorBufferLimit), keep: keep}
+}
+
+// run removes the queued containers until ctx ends (Run's goroutine).
+func (d *podContainerDeletor) run(ctx context.Context, runtime interface {
+	DeleteContainer(ctx context.Context, id container.ContainerID) error
+}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-d.worker:
+			if err := runtime.DeleteContainer(ctx, id); err != nil {
+				klog.FromContext(ctx).Error(err, "DeleteContainer returned error", "containerID", id)
 			}
 		}
-	}()
-	return d
+	}
 }
 
 // deleteContainersInPod queues the dead instances of the container that just exited, all but

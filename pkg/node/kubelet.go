@@ -48,6 +48,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/status"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // The kubelet's periods (DESIGN.md's defaults).
@@ -84,14 +85,17 @@ type Kubelet struct {
 	containerLogManager *logs.Manager
 	imageGCPeriod       time.Duration
 	runtime             container.Runtime
-	pleg                pleg.PodLifecycleEventGenerator
-	podCache            pleg.Cache
-	admitHandlers       []admission.PodAdmitHandler
-	nodeStatus          *nodestatus.Controller
-	runtimeState        *nodestatus.RuntimeState
-	sourcesReady        config.SourcesReady
-	mirrorClient        mirror.Client
-	reasonCache         *podstatus.ReasonCache
+	// podDirs removes a pod's directory, unmounting its tmpfs volumes first (the runtime
+	// manager's).
+	podDirs       interface{ RemovePodDir(uid string) error }
+	pleg          lifecycleEvents
+	podCache      pleg.Cache
+	admitHandlers []admission.PodAdmitHandler
+	nodeStatus    *nodestatus.Controller
+	runtimeState  *nodestatus.RuntimeState
+	sourcesReady  config.SourcesReady
+	mirrorClient  mirror.Client
+	reasonCache   *podstatus.ReasonCache
 	// crashLoopBackOff is the restart back-off of containers (10 s doubling to 5 min).
 	crashLoopBackOff *flowcontrol.Backoff
 	// containerDeletor removes a pod's surplus dead containers when one dies.
@@ -101,31 +105,58 @@ type Kubelet struct {
 }
 
 // Run is seed 000's Run: it starts the modules that do not depend on the runtime, then the
-// periodic work, then enters syncLoop until ctx ends.
+// periodic work, then enters syncLoop until ctx ends or the updates end. It returns once
+// every goroutine it started has ended. Each of them, and syncLoop, comes back after a
+// panic (panics.Forever): one bad pod must not stop the node's status, its PLEG or its sync.
 func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) error {
 	logger := klog.FromContext(ctx)
 	if err := kl.initializeModules(ctx); err != nil {
 		kl.recorder.Event(kl.nodeRef(), v1.EventTypeWarning, "KubeletSetupFailed", err.Error())
 		return err
 	}
-	go kl.nodeStatus.Run(ctx)
-	go kl.every(ctx, runtimeCheckPeriod, kl.updateRuntimeUp)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: a sync loop that ends stops the rest
+	forever := func(component string, f func(context.Context)) {
+		wg.Go(func() { panics.Forever(ctx, component, f) })
+	}
+	every := func(component string, period time.Duration, f func(context.Context)) {
+		forever(component, func(ctx context.Context) { kl.every(ctx, period, f) })
+	}
+
+	forever("nodestatus", kl.nodeStatus.Run)
+	every("runtime-check", runtimeCheckPeriod, kl.updateRuntimeUp)
 	kl.statusManager.Start(ctx)
-	kl.pleg.Start(ctx)
-	go kl.podWorkers.Run(ctx)
-	kl.containerDeletor = newPodContainerDeletor(ctx, kl.runtime, minDeadContainerInPod)
-	go kl.every(ctx, containerGCPeriod, kl.garbageCollect)
-	go kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers)
-	go kl.every(ctx, kl.imageGCPeriod, kl.imageGarbageCollect)
+	forever("pleg", kl.pleg.Run)
+	forever("podworkers", kl.podWorkers.Run)
+	kl.containerDeletor = newPodContainerDeletor(minDeadContainerInPod)
+	forever("container-deletor", func(ctx context.Context) { kl.containerDeletor.run(ctx, kl.runtime) })
+	every("container-gc", containerGCPeriod, kl.garbageCollect)
+	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
+	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)
 	if kl.eviction != nil {
-		go kl.eviction.Run(ctx)
+		forever("eviction", kl.eviction.Run)
 	}
 	if kl.containerLogManager != nil {
-		go kl.containerLogManager.Run(ctx)
+		forever("container-log-manager", kl.containerLogManager.Run)
 	}
 	logger.Info("Starting kubelet main sync loop")
-	kl.syncLoop(ctx, updates)
+	// A sync loop that ends by itself (ctx, or the updates closed) ends Run; one that panics
+	// comes back.
+	panics.Forever(ctx, "syncloop", func(ctx context.Context) {
+		kl.syncLoop(ctx, updates)
+		cancel()
+	})
 	return nil
+}
+
+// lifecycleEvents is what Run and the sync loop use of the PLEG: its loop, its events, and
+// the inspection of one pod on demand (PodSyncRecorded).
+type lifecycleEvents interface {
+	Run(ctx context.Context)
+	Watch() chan *pleg.PodLifecycleEvent
+	RelistPod(ctx context.Context, uid types.UID, name, namespace string)
 }
 
 // initializeModules makes the data directories the rest expects and starts the OOM

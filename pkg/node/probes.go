@@ -7,23 +7,19 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
 )
 
-// probeVerdicts shows the runtime the liveness and startup verdicts of the probe manager,
-// which is built after the runtime (its exec probes run through it).
+// probeVerdicts shows the runtime the liveness and startup verdicts of the probe manager
+// (built before the runtime: its exec probes go straight through the CRI).
 type probeVerdicts struct {
 	m *prober.Manager
 }
 
-func (v *probeVerdicts) Liveness(id container.ContainerID) (kuberuntime.ProbeResult, bool) {
-	if v.m == nil {
-		return kuberuntime.ProbeUnknown, false
-	}
+var _ kuberuntime.ProbeResults = probeVerdicts{}
+
+func (v probeVerdicts) Liveness(id container.ContainerID) (kuberuntime.ProbeResult, bool) {
 	return convert(v.m.Liveness(id))
 }
 
-func (v *probeVerdicts) Startup(id container.ContainerID) (kuberuntime.ProbeResult, bool) {
-	if v.m == nil {
-		return kuberuntime.ProbeUnknown, false
-	}
+func (v probeVerdicts) Startup(id container.ContainerID) (kuberuntime.ProbeResult, bool) {
 	return convert(v.m.Startup(id))
 }
 

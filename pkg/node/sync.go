@@ -83,14 +83,7 @@ func (kl *Kubelet) PodSyncRecorded(ctx context.Context, pod *v1.Pod) {
 	if _, started := kl.startedContainers.LoadAndDelete(pod.UID); !started {
 		return
 	}
-	if r, ok := kl.pleg.(podRelister); ok {
-		r.RelistPod(ctx, pod.UID, pod.Name, pod.Namespace)
-	}
-}
-
-// podRelister is a PLEG that can inspect one pod on demand.
-type podRelister interface {
-	RelistPod(ctx context.Context, uid types.UID, name, namespace string)
+	kl.pleg.RelistPod(ctx, pod.UID, pod.Name, pod.Namespace)
 }
 
 // startedContainers reports whether SyncPod started any container.
@@ -305,7 +298,7 @@ func (kl *Kubelet) removeOrphanedPodDirs(ctx context.Context, known map[types.UI
 		if _, ok := working[uid]; ok {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(kl.podsDir(), name)); err != nil {
+		if err := kl.podDirs.RemovePodDir(name); err != nil {
 			klog.FromContext(ctx).Error(err, "Removing an orphaned pod directory", "podUID", uid)
 		}
 	}

@@ -173,6 +173,8 @@ type Controller struct {
 	nodeLister corelisters.NodeLister
 	nodeSynced cache.InformerSynced
 	started    chan struct{} // closed once the informer runs
+	// startOnce closes started once: Run comes back after a panic (panics.Forever).
+	startOnce sync.Once
 
 	mu                sync.Mutex
 	registered        bool
@@ -225,7 +227,7 @@ func (c *Controller) Run(ctx context.Context) {
 		c.informers.Start(ctx.Done())
 		defer c.informers.Shutdown()
 	}
-	close(c.started)
+	c.startOnce.Do(func() { close(c.started) })
 
 	c.mu.Lock()
 	c.registerWithAPIServer(ctx)
