@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // The kubelet's defaults.
@@ -225,7 +226,13 @@ func (c *Controller) Run(ctx context.Context) {
 	c.recorder.Eventf(c.nodeRef(), v1.EventTypeNormal, "Starting", "Starting kubelet.")
 	if c.informers != nil {
 		c.informers.Start(ctx.Done())
-		defer c.informers.Shutdown()
+		// Only at the end: a Run that panicked is run again, and a factory once shut down
+		// starts nothing.
+		defer func() {
+			if ctx.Err() != nil {
+				c.informers.Shutdown()
+			}
+		}()
 	}
 	c.startOnce.Do(func() { close(c.started) })
 
@@ -244,9 +251,13 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 
 	var wg sync.WaitGroup
-	wg.Go(func() { c.newLeaseController().Run(ctx) })
-	wg.Go(func() { c.fastStatusUpdateOnce(ctx) })
-	wg.Go(func() { wait.UntilWithContext(ctx, c.syncNodeStatus, c.cfg.StatusUpdateFrequency) })
+	wg.Go(func() { panics.Forever(ctx, Component, c.newLeaseController().Run) })
+	wg.Go(func() { _ = panics.Call(ctx, Component, func() error { c.fastStatusUpdateOnce(ctx); return nil }) })
+	wg.Go(func() {
+		panics.Forever(ctx, Component, func(ctx context.Context) {
+			wait.UntilWithContext(ctx, c.syncNodeStatus, c.cfg.StatusUpdateFrequency)
+		})
+	})
 	wg.Wait()
 	logger.V(2).Info("Node status controller stopped", "node", c.cfg.NodeName)
 }
@@ -504,3 +515,6 @@ func (c *Controller) fastNodeStatusUpdate(ctx context.Context, timedOut bool) bo
 	c.record(events)
 	return true
 }
+
+// Component names the node status controller in berth_recovered_panics_total.
+const Component = "nodestatus"
