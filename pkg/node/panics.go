@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -14,7 +15,14 @@ var _ podworkers.PanicReporter = &Kubelet{}
 
 // syncPodTestHook, when set (by tests only), is called at the start of every SyncPod: a test
 // makes it panic to show that one pod's fault is contained.
-var syncPodTestHook func(pod *v1.Pod)
+var syncPodTestHook atomic.Pointer[func(pod *v1.Pod)]
+
+// SetSyncPodTestHook makes every SyncPod of this process call f first, until the returned
+// func restores the previous hook. It is for tests that inject a fault into one pod's sync.
+func SetSyncPodTestHook(f func(pod *v1.Pod)) (restore func()) {
+	old := syncPodTestHook.Swap(&f)
+	return func() { syncPodTestHook.Store(old) }
+}
 
 // PodSyncPanicked reports a pod whose sync panicked in its status, the way a failed start is
 // reported: each of its containers not running waits with the reason InternalError and the

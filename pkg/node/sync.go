@@ -28,8 +28,8 @@ var _ podworkers.PodSyncer = &Kubelet{}
 func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *container.PodStatus) (bool, error) {
 	logger := klog.FromContext(ctx)
 	logger.V(4).Info("SyncPod enter", "pod", klog.KObj(pod), "updateType", updateType)
-	if syncPodTestHook != nil {
-		syncPodTestHook(pod)
+	if hook := syncPodTestHook.Load(); hook != nil {
+		(*hook)(pod)
 	}
 
 	defer kl.metrics.ObservePodWorker(updateType.String(), time.Now())
