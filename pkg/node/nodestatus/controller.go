@@ -165,7 +165,7 @@ func (c *Config) complete() {
 type Controller struct {
 	client   kubernetes.Interface
 	cfg      Config
-	runtime  container.Runtime
+	runtime  Runtime
 	state    *RuntimeState
 	recorder record.EventRecorder
 	clock    clock.WithTicker
@@ -189,7 +189,7 @@ type Controller struct {
 }
 
 // New returns the controller of the node cfg names.
-func New(client kubernetes.Interface, cfg Config, runtime container.Runtime, runtimeState *RuntimeState, recorder record.EventRecorder) *Controller {
+func New(client kubernetes.Interface, cfg Config, runtime Runtime, runtimeState *RuntimeState, recorder record.EventRecorder) *Controller {
 	cfg.complete()
 	var factory informers.SharedInformerFactory
 	nodes := cfg.Nodes
@@ -514,6 +514,15 @@ func (c *Controller) fastNodeStatusUpdate(ctx context.Context, timedOut bool) bo
 	c.lastStatusReport = c.clock.Now()
 	c.record(events)
 	return true
+}
+
+// Runtime is what the node status needs of the container runtime: its name and version for
+// nodeInfo, its images for status.images, and its health for the Ready condition.
+type Runtime interface {
+	Type() string
+	Version(ctx context.Context) (string, error)
+	ListImages(ctx context.Context) ([]container.Image, error)
+	Status(ctx context.Context) (*container.RuntimeStatus, error)
 }
 
 // Component names the node status controller in berth_recovered_panics_total.

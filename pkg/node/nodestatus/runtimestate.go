@@ -118,7 +118,9 @@ func FormatRuntimeCondition(c *container.RuntimeCondition) string {
 // UpdateRuntimeUp asks the runtime for its status and records it in state (seed 000's
 // updateRuntimeUp without the one-time start of the runtime-dependent modules, which is the
 // caller's). It reports whether the runtime is ready.
-func UpdateRuntimeUp(ctx context.Context, runtime container.Runtime, state *RuntimeState, now time.Time) bool {
+func UpdateRuntimeUp(ctx context.Context, runtime interface {
+	Status(ctx context.Context) (*container.RuntimeStatus, error)
+}, state *RuntimeState, now time.Time) bool {
 	logger := klog.FromContext(ctx)
 	status, err := runtime.Status(ctx)
 	if err != nil {

@@ -54,7 +54,7 @@ const (
 // sync go on as with a relist, and a node's idle pods cost nothing per second. When the
 // stream breaks the PLEG relists at once and every relistPeriod until it is back.
 type GenericPLEG struct {
-	runtime      container.Runtime
+	runtime      PodLister
 	cache        Cache
 	relistPeriod time.Duration
 	events       EventSource
@@ -84,7 +84,7 @@ var _ PodLifecycleEventGenerator = &GenericPLEG{}
 
 // NewGenericPLEG returns a PLEG that relists runtime every relistPeriod and, when events is
 // not nil, also follows the runtime's container event stream.
-func NewGenericPLEG(runtime container.Runtime, cache Cache, relistPeriod time.Duration, events EventSource, clock clock.Clock, m *metrics.Metrics) PodLifecycleEventGenerator {
+func NewGenericPLEG(runtime PodLister, cache Cache, relistPeriod time.Duration, events EventSource, clock clock.Clock, m *metrics.Metrics) PodLifecycleEventGenerator {
 	return &GenericPLEG{
 		metrics:      m,
 		runtime:      runtime,
@@ -430,6 +430,12 @@ func (g *GenericPLEG) RelistPod(ctx context.Context, uid types.UID, name, namesp
 	}
 	g.record(uid, next)
 	g.send(klog.FromContext(ctx), events, status)
+}
+
+// PodLister is what the PLEG needs of the runtime: its pods, and one pod's status.
+type PodLister interface {
+	GetPods(ctx context.Context, all bool) ([]*container.Pod, error)
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
 }
 
 // Component names the PLEG in berth_recovered_panics_total.
