@@ -63,9 +63,10 @@ func TestDownStops(t *testing.T) {
 	if want := fmt.Sprintf("Stopped berth (pid %d) on data dir %s.\n", c.proc.cmd.Process.Pid, dir); code != 0 || out != want {
 		t.Errorf("berth down: exit %d, said %q; want 0, %q", code, out, want)
 	}
+	// berth down saw the process end; the harness reaps it a moment later.
 	select {
 	case <-c.proc.done:
-	default:
+	case <-time.After(5 * time.Second):
 		t.Fatal("berth up still runs after berth down returned")
 	}
 	if c.proc.err != nil {
@@ -93,12 +94,13 @@ func TestDownStopsNode(t *testing.T) {
 		t.Errorf("berth down: exit %d, said %q; want 0, %q", code, out, want)
 	}
 	for _, p := range []*process{a.proc, c.proc} {
+		// berth down saw the process end; the harness reaps it a moment later.
 		select {
 		case <-p.done:
 			if p.err != nil {
 				t.Errorf("%s did not exit cleanly on berth down: %v", p.name, p.err)
 			}
-		default:
+		case <-time.After(5 * time.Second):
 			t.Errorf("%s still runs after berth down returned", p.name)
 		}
 	}
