@@ -127,7 +127,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 
 	forever("nodestatus", kl.nodeStatus.Run)
 	every("runtime-check", runtimeCheckPeriod, kl.updateRuntimeUp)
-	kl.statusManager.Start(ctx)
+	wg.Go(func() { kl.statusManager.Run(ctx) }) // it comes back from a panic itself
 	forever("pleg", kl.pleg.Run)
 	forever("podworkers", kl.podWorkers.Run)
 	kl.containerDeletor = newPodContainerDeletor(minDeadContainerInPod)

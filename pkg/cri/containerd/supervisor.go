@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // Back-off between restarts of containerd: the first at once (a killed containerd is back
@@ -52,7 +54,7 @@ func Supervise(ctx context.Context, c Config) (*Supervisor, error) {
 		}
 		s := &Supervisor{cfg: c, endpoint: "unix://" + socketPath(c.Endpoint), done: make(chan struct{})}
 		ctx, s.cancel = context.WithCancel(ctx)
-		go s.loop(ctx)
+		go s.run(ctx)
 		return s, nil
 	}
 	c = full
@@ -68,7 +70,7 @@ func Supervise(ctx context.Context, c Config) (*Supervisor, error) {
 		}
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	go s.loop(ctx)
+	go s.run(ctx)
 	return s, nil
 }
 
@@ -109,8 +111,14 @@ func (s *Supervisor) Stop() error {
 	return p.Stop()
 }
 
-func (s *Supervisor) loop(ctx context.Context) {
+// run is the supervising goroutine: Stop waits for it, and a fault in it is contained and
+// the loop resumed, so that a bug here never leaves containerd unwatched.
+func (s *Supervisor) run(ctx context.Context) {
 	defer close(s.done)
+	panics.Forever(ctx, "containerd-supervisor", s.loop)
+}
+
+func (s *Supervisor) loop(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	backoff := time.Duration(0)
 	for {

@@ -30,6 +30,9 @@ type Manager interface {
 	// Start starts the goroutine that writes statuses; it returns at once and the goroutine
 	// ends with ctx.
 	Start(ctx context.Context)
+	// Run writes statuses in the calling goroutine until ctx ends (what Start runs, for a
+	// caller that waits for its goroutines); it runs once, however often it is called.
+	Run(ctx context.Context)
 	// GetPodStatus returns the latest status of a pod (a static pod's UID or its mirror's).
 	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
 	// SetPodStatus stores a new status for pod and queues its write.
@@ -143,7 +146,9 @@ func NewManager(kubeClient kubernetes.Interface, podManager PodManager, safety P
 	return m
 }
 
-func (m *manager) Start(ctx context.Context) {
+func (m *manager) Start(ctx context.Context) { go m.Run(ctx) }
+
+func (m *manager) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	if m.client == nil {
 		logger.Info("Kubernetes client is nil, not starting status manager")
@@ -151,7 +156,7 @@ func (m *manager) Start(ctx context.Context) {
 	}
 	m.startOnce.Do(func() {
 		logger.Info("Starting to sync pod status with apiserver")
-		go panics.Forever(ctx, Component, m.run)
+		panics.Forever(ctx, Component, m.run)
 	})
 }
 

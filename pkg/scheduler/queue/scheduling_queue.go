@@ -81,6 +81,8 @@ var ErrClosed = errors.New("scheduling queue is closed")
 // Pop waits on a condition variable of that mutex. PreEnqueue plugins and QueueingHints run
 // with the mutex held, so they must be quick and must not call back into the queue.
 type PriorityQueue struct {
+	// flushers are the goroutines Run starts; Close waits for them.
+	flushers sync.WaitGroup
 	// Set at construction, read-only after.
 	clock                 clock.WithTicker
 	podInitialBackoff     time.Duration
@@ -203,8 +205,8 @@ func (p *PriorityQueue) Run(logger klog.Logger) {
 	backoffTicker := p.clock.NewTicker(backoffFlushInterval)
 	leftoverTicker := p.clock.NewTicker(unschedulableFlushInterval)
 	ctx := klog.NewContext(context.Background(), logger)
-	go p.every(ctx, backoffTicker, func() { p.flushBackoffQCompleted(logger) })
-	go p.every(ctx, leftoverTicker, func() { p.flushUnschedulablePodsLeftover(logger) })
+	p.flushers.Go(func() { p.every(ctx, backoffTicker, func() { p.flushBackoffQCompleted(logger) }) })
+	p.flushers.Go(func() { p.every(ctx, leftoverTicker, func() { p.flushUnschedulablePodsLeftover(logger) }) })
 }
 
 // every runs f on each tick until Close. A panic in one flush (a pod's QueueingHint or
@@ -226,16 +228,17 @@ func (p *PriorityQueue) every(ctx context.Context, t clock.Ticker, f func()) {
 	}
 }
 
-// Close stops the flushes and wakes Pop, which returns ErrClosed once activeQ is empty.
+// Close stops the flushes, waits for them, and wakes Pop, which returns ErrClosed once
+// activeQ is empty.
 func (p *PriorityQueue) Close() {
 	p.lock.Lock()
-	defer p.unlock()
-	if p.closed {
-		return
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+		p.cond.Broadcast()
 	}
-	p.closed = true
-	close(p.stop)
-	p.cond.Broadcast()
+	p.unlock()
+	p.flushers.Wait() // after the unlock: a flush takes the lock
 }
 
 // unlock reports what changed to the metrics and releases the queue.
