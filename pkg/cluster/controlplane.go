@@ -1,6 +1,7 @@
 // Package cluster composes berth's components into what `berth up` and `berth apiserver` run:
-// the certificates and kubeconfigs in the data dir, the embedded etcd, the API server and the
-// controllers; the scheduler and the node agent join here as later issues add them.
+// the certificates and kubeconfigs in the data dir, the embedded etcd, the API server, and the
+// supervised components (controllers, scheduler, node agent), each restarted when it stops;
+// `berth down` (down.go) stops and cleans up what they left.
 package cluster
 
 import (
