@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -402,15 +403,23 @@ func TestASyncPanicIsContainedAndRetried(t *testing.T) {
 	}
 
 	// The failed sync is due again after the back-off (10 s), not the resync (1 min).
-	waitFor(t, "pod a requeued after the back-off", func() bool {
-		qclock.SetTime(t0.Add(11 * time.Second))
-		for _, uid := range queue.GetWork() {
-			if uid == "a" {
-				return true
-			}
-		}
-		return false
+	// The queue's clock stays at t0 until the requeue is seen, so its due time tells which.
+	wq := queue.(*workQueue)
+	var due time.Time
+	waitFor(t, "pod a requeued", func() bool {
+		wq.mu.Lock()
+		defer wq.mu.Unlock()
+		var ok bool
+		due, ok = wq.due["a"]
+		return ok
 	})
+	if want := t0.Add(10 * time.Second); !due.Equal(want) {
+		t.Fatalf("pod a is due again at %s, want %s (the back-off, not the resync)", due, want)
+	}
+	qclock.SetTime(t0.Add(11 * time.Second))
+	if work := queue.GetWork(); !slices.Contains(work, "a") {
+		t.Fatalf("pod a is not due after the back-off: %v", work)
+	}
 	pw.UpdatePod(UpdatePodOptions{UpdateType: nodetypes.SyncPodSync, Pod: podV("a", "a", "1")})
 	waitFor(t, "pod a's retry", func() bool { return strings.Count(strings.Join(syncer.got(), " "), "SyncPod:a:") == 2 })
 	if n := testutil.ToFloat64(panics.Recovered.WithLabelValues(Component)); n != before+1 {
