@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Runs Kubernetes' own e2e suite (the tests of hack/conformance/tests.txt) against berth, and
+# ends with the line "conformance: P passed, F failed" (a listed test that was skipped or did
+# not run counts as failed).
+#
+#   hack/conformance.sh [--target upstream|berth] [--procs N] [--focus REGEX] [--keep]
+#
+# --target upstream (the default): upstream etcd and kube-apiserver, with berth node,
+#   berth scheduler and berth controllers joined to them. The yardstick of berth's node agent
+#   and scheduler. The ServiceAccount admission plugin is off until berth's node agent
+#   projects service-account tokens.
+# --target berth: berth up alone.
+# --focus REGEX: only the listed tests whose name matches REGEX (for working on one).
+# --keep: leave the cluster running after the suite (print how to reach it); stop it later
+#   with hack/conformance.sh --down.
+#
+# The upstream tools (e2e.test, ginkgo, kube-apiserver, etcd, agnhost) are built from the Go
+# module proxy by hack/conformance/go.mod (about 10 minutes on 2 cores) and cached in
+# $BERTH_CONFORMANCE_CACHE (/var/cache/berth-conformance); so are the test images, built
+# offline (hack/conformance/images). Needs root; installs what it runs (hack/deps.sh,
+# debootstrap). Leaves nothing behind: processes, bridges, routes, mounts, shims and
+# iptables rules go with the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+target=upstream procs=2 focus="" keep=false down=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) target=$2; shift 2 ;;
+    --target=*) target=${1#*=}; shift ;;
+    --procs) procs=$2; shift 2 ;;
+    --procs=*) procs=${1#*=}; shift ;;
+    --focus) focus=$2; shift 2 ;;
+    --focus=*) focus=${1#*=}; shift ;;
+    --keep) keep=true; shift ;;
+    --down) down=true; shift ;;
+    *) echo "hack/conformance.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+case "$target" in upstream|berth) ;; *) echo "hack/conformance.sh: --target is upstream or berth" >&2; exit 2 ;; esac
+if [ "$(id -u)" != 0 ]; then
+  echo "hack/conformance.sh runs a node agent and containerd: run it as root" >&2
+  exit 1
+fi
+
+k8s_version=v1.37.2
+cache=${BERTH_CONFORMANCE_CACHE:-/var/cache/berth-conformance}
+bin=$cache/bin/$k8s_version
+run=${BERTH_CONFORMANCE_DIR:-/var/lib/berth-conformance}
+data=$run/data
+logs=$run/logs
+report=$run/report
+bridge=berthconf0
+node_name=$(hostname | tr 'A-Z_.' 'a-z--')
+etcd_port=23790 api_port=16443 node_port=11250 sched_health=127.0.0.1:11259
+
+log() { echo "conformance: $*" >&2; }
+
+# down stops what a run started and removes its state: every process of the run (by pid
+# file), then berth down --cleanup for the node's containerd, pods, mounts and bridge.
+down() {
+  local p
+  for p in "$run"/pids/*; do
+    [ -f "$p" ] || continue
+    kill "$(cat "$p")" 2>/dev/null || true
+  done
+  for p in "$run"/pids/*; do
+    [ -f "$p" ] || continue
+    for _ in $(seq 50); do kill -0 "$(cat "$p")" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$(cat "$p")" 2>/dev/null || true
+    wait "$(cat "$p")" 2>/dev/null || true
+    rm -f "$p"
+  done
+  if [ -x "$run/berth" ] && [ -d "$data" ]; then
+    "$run/berth" down --cleanup --data-dir "$data" >/dev/null 2>&1 || true
+  fi
+  if ip link show "$bridge" >/dev/null 2>&1; then ip link delete "$bridge" || true; fi
+  rm -rf "$data" "$run/etcd"
+}
+if $down; then
+  down
+  exit 0
+fi
+
+# 1. What the run needs from Debian.
+./hack/deps.sh
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v openssl >/dev/null || need+=(openssl)
+if [ ${#need[@]} -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# 2. The upstream tools, built once per version.
+build() { # build NAME PACKAGE [test]
+  local name=$1 pkg=$2 kind=${3:-}
+  [ -x "$bin/$name" ] && return 0
+  log "building $name ($pkg $k8s_version)"
+  mkdir -p "$bin"
+  if [ "$kind" = test ]; then
+    (cd hack/conformance && go test -c -o "$bin/$name.tmp" "$pkg")
+  else
+    (cd hack/conformance && go build -o "$bin/$name.tmp" "$pkg")
+  fi
+  mv "$bin/$name.tmp" "$bin/$name"
+}
+build e2e.test k8s.io/kubernetes/test/e2e test
+build ginkgo github.com/onsi/ginkgo/v2/ginkgo
+build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build etcd ./etcd
+# What goes into images is static.
+CGO_ENABLED=0 build agnhost k8s.io/kubernetes/test/images/agnhost
+CGO_ENABLED=0 build nonewprivs k8s.io/kubernetes/test/images/nonewprivs
+CGO_ENABLED=0 build pause ./pause
+mkdir -p "$run"
+go build -o "$run/berth" ./cmd/berth
+(cd hack/conformance && go build -o "$run/harness" ./harness)
+
+# The Debian root file system of the images that are Debian-based upstream (and of agnhost,
+# whose tools upstream's Alpine base has), from the Debian mirror, once.
+bookworm=$cache/images/bookworm.tar
+if [ ! -s "$bookworm" ]; then
+  log "making the Debian bookworm root file system (debootstrap)"
+  tmp=$cache/images/bookworm.tmp
+  rm -rf "$tmp"
+  mkdir -p "$cache/images"
+  debootstrap --variant=minbase --include=dnsutils,curl,netcat-openbsd,iproute2,socat,nginx-light,procps \
+    bookworm "$tmp" http://deb.debian.org/debian >"$cache/images/debootstrap.log"
+  # What the runtime provides per container, and what only the build needed.
+  rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* "$tmp"/etc/resolv.conf \
+    "$tmp"/etc/hostname "$tmp"/debootstrap
+  tar -C "$tmp" --numeric-owner -cf "$bookworm.part" .
+  mv "$bookworm.part" "$bookworm"
+  rm -rf "$tmp"
+fi
+
+# A previous run that was stopped half way leaves its cluster: take it down first.
+down
+mkdir -p "$run/pids" "$logs" "$data" "$report"
+rm -rf "${report:?}"/*
+trap 'if ! $keep; then down; fi' EXIT
+
+start() { # start NAME COMMAND...: runs COMMAND in the background, logging to $logs/NAME.log
+  local name=$1; shift
+  "$@" >"$logs/$name.log" 2>&1 &
+  echo $! >"$run/pids/$name"
+}
+
+wait_for() { # wait_for WHAT SECONDS COMMAND...
+  local what=$1 secs=$2; shift 2
+  for _ in $(seq $((secs * 5))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  log "$what did not come up in ${secs}s; its log is in $logs"
+  exit 1
+}
+
+kubeconfig=$run/admin.kubeconfig
+case "$target" in
+upstream)
+  # The cluster's PKI: berth's CA (DATA_DIR/pki, where berth node issues its serving
+  # certificate from), the API server's serving pair and the service-account keys.
+  pki=$data/pki
+  "$run/harness" pki --dir "$pki" --api-ip "$(hostname -I | awk '{print $1}')"
+  etcd_dir=$run/etcd
+  start etcd "$bin/etcd" --data-dir "$etcd_dir" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls http://127.0.0.1:23800 \
+    --initial-advertise-peer-urls http://127.0.0.1:23800 --initial-cluster default=http://127.0.0.1:23800 \
+    --log-level warn
+  wait_for etcd 30 curl -fsS "http://127.0.0.1:$etcd_port/health"
+  advertise=$(hostname -I | awk '{print $1}')
+  start kube-apiserver "$bin/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 0.0.0.0 --secure-port "$api_port" --advertise-address "$advertise" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$pki/ca.crt" \
+    --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --authorization-mode Node,RBAC \
+    --enable-admission-plugins NodeRestriction \
+    --disable-admission-plugins ServiceAccount \
+    --allow-privileged=true \
+    --profiling=false
+  "$run/harness" kubeconfigs --dir "$pki" --server "https://127.0.0.1:$api_port" --node "$node_name" --out "$run"
+  wait_for kube-apiserver 90 kubectl --kubeconfig "$kubeconfig" get --raw /readyz
+  # (The API server proxies to nodes only at addresses that are not loopback: the node's
+  # InternalIP is the machine's own.)
+  # The bindings kubeadm makes: the API server's kubelet client may use the node API, and
+  # berth's controllers have the roles of kube-controller-manager's namespace and service
+  # account controllers.
+  "$run/harness" bootstrap --kubeconfig "$kubeconfig"
+  start scheduler "$run/berth" scheduler --kubeconfig "$run/scheduler.kubeconfig" --health-address "$sched_health"
+  start rootca "$run/harness" rootca --kubeconfig "$kubeconfig" --ca "$pki/ca.crt"
+  start controllers "$run/berth" controllers --kubeconfig "$run/controllers.kubeconfig" --leader-elect=false
+  start node "$run/berth" node --kubeconfig "$run/node.kubeconfig" --data-dir "$data" \
+    --node-name "$node_name" --node-ip "$advertise" --node-port "$node_port" --bridge "$bridge" --pod-cidr 10.249.0.0/24
+  ;;
+berth)
+  start up "$run/berth" up --data-dir "$data" --bridge "$bridge"
+  wait_for "berth up" 90 test -s "$data/admin.kubeconfig"
+  cp "$data/admin.kubeconfig" "$kubeconfig"
+  node_name=$(hostname)
+  ;;
+esac
+wait_for "node $node_name" 120 kubectl --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$node_name" --timeout=1s
+
+# 3. The test images, under the names the suite pulls, imported into the node's containerd.
+k8s_src=$(cd hack/conformance && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+"$run/harness" images --bookworm "$bookworm" --bin "$bin" --agnhost-src "$k8s_src/test/images/agnhost" \
+  --out "$run/images.tar"
+"$run/berth" image import --data-dir "$data" "$run/images.tar" >/dev/null
+
+# 4. The suite: the listed tests, in parallel, [Serial] ones last (ginkgo runs them after
+# the parallel ones, on one process).
+focus_file=$run/focus.txt
+"$run/harness" focus --tests hack/conformance/tests.txt --match "$focus" >"$focus_file"
+if [ ! -s "$focus_file" ]; then
+  log "no listed test matches --focus $focus"
+  exit 2
+fi
+set +e
+KUBECONFIG=$kubeconfig "$bin/ginkgo" --procs "$procs" --timeout 3h --no-color \
+  --focus "$(cat "$focus_file")" --json-report "$report/report.json" \
+  "$bin/e2e.test" -- --kubeconfig "$kubeconfig" --provider local \
+  --report-dir "$report" --e2e-output-dir "$report" --allowed-not-ready-nodes 0 \
+  --container-runtime-endpoint "unix://$data/node/containerd/containerd.sock" \
+  >"$logs/e2e.log" 2>&1
+set -e
+"$run/harness" report --tests hack/conformance/tests.txt --match "$focus" --report "$report/report.json"
+if $keep; then
+  log "the cluster is still running: KUBECONFIG=$kubeconfig; stop it with hack/conformance.sh --down"
+fi
