@@ -428,7 +428,7 @@ func TestMakeEnvironmentVariables(t *testing.T) {
 	}
 	m, _ := testManager(t, func(c *Config) {
 		c.Objects = objs
-		c.ServiceEnv = func(ns string, links bool) (map[string]string, error) {
+		c.ServiceEnv = func(context.Context, *v1.Pod) (map[string]string, error) {
 			return map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "MODE": "from-service"}, nil
 		}
 	})
