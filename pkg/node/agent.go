@@ -34,6 +34,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
+	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
@@ -328,6 +329,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	if kl.imageGC, err = newImageGC(kc, runtime, recorder, kl.nodeRef()); err != nil {
 		return nil, nil, err
 	}
+	kl.imageList = images.NewList(runtime, clk)
 	kl.statsProvider = stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, deps.Runtime, deps.Images, kl.podManager.GetPods)
 	podConfig := config.NewPodConfig(recorder)
 	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
@@ -360,6 +362,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		PodCIDR:                cfg.PodCIDR,
 		KubeletVersion:         version.GitVersion(),
 		MaxPods:                int64(kc.MaxPods),
+		Images:                 kl.imageList,
 		HardEvictionMemory:     memoryThreshold,
 		NodefsThresholdPercent: nodefsPercent,
 		RootDir:                cfg.DataDir,

@@ -78,6 +78,8 @@ type Kubelet struct {
 	probeManager  *prober.Manager
 	volumeManager *volume.Manager
 	imageGC       *images.GCManager
+	// imageList is the node's images for its status, refreshed every 30 s.
+	imageList *images.List
 	// services feed the containers' service variables; ownServices: Run runs the informer
 	// (berth sim runs one for all its nodes).
 	services      *envvars.Services
@@ -145,6 +147,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	every("container-gc", containerGCPeriod, kl.garbageCollect)
 	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
 	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)
+	forever("image-list", kl.imageList.Run)
 	if kl.eviction != nil {
 		forever("eviction", kl.eviction.Run)
 	}
