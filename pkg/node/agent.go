@@ -32,7 +32,9 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
+	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
@@ -234,6 +236,9 @@ type Dependencies struct {
 	// Nodes is a shared informer of Nodes including this one, run by the caller; nil: the
 	// node status controller watches its own Node.
 	Nodes coreinformers.NodeInformer
+	// Services are the cluster's Services for the containers' service variables, run by the
+	// caller (berth sim shares one among its nodes); nil: Kubelet.Run runs its own.
+	Services *envvars.Services
 	// MachineInfo describes the node; nil reads this machine.
 	MachineInfo func() (*nodestatus.MachineInfo, error)
 	// Simulated says the runtime runs nothing on this machine (berth's in-memory runtime):
@@ -298,6 +303,10 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	kl.podWorkers = podworkers.New(kl, recorder, kl.workQueue, kc.SyncFrequency.Duration, 10*time.Second, kl.podCache)
 	kl.statusManager = status.NewManager(client, kl.podManager, podDeletionSafety{kl.podWorkers})
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, criCommandRunner{deps.Runtime}, recorder, kl.podWorkers.IsPodTerminationRequested)
+	kl.services, kl.ownServices = deps.Services, deps.Services == nil
+	if kl.ownServices {
+		kl.services = envvars.NewServices(client)
+	}
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, func() v1.ResourceList { return allocatable })
 	runtime, err := newRuntimeManager(ctx, cfg, kc, deps, runtimeModules{
 		client:      client,
@@ -307,6 +316,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		allocatable: allocatable,
 		probes:      probeVerdicts{kl.probeManager},
 		volumes:     kl.volumeManager,
+		serviceEnv:  kl.services.EnvFor,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -319,6 +329,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	if kl.imageGC, err = newImageGC(kc, runtime, recorder, kl.nodeRef()); err != nil {
 		return nil, nil, err
 	}
+	kl.imageList = images.NewList(runtime, clk)
 	kl.statsProvider = stats.NewProvider(cfg.NodeName, cfg.DataDir, kc.PodLogsDir, deps.Runtime, deps.Images, kl.podManager.GetPods)
 	podConfig := config.NewPodConfig(recorder)
 	kl.sourcesReady = config.NewSourcesReady(podConfig.SeenAllSources)
@@ -351,6 +362,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		PodCIDR:                cfg.PodCIDR,
 		KubeletVersion:         version.GitVersion(),
 		MaxPods:                int64(kc.MaxPods),
+		Images:                 kl.imageList,
 		HardEvictionMemory:     memoryThreshold,
 		NodefsThresholdPercent: nodefsPercent,
 		RootDir:                cfg.DataDir,

@@ -31,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
 	"github.com/berth-cluster/berth/pkg/node/images"
 	"github.com/berth-cluster/berth/pkg/node/logs"
@@ -77,6 +78,12 @@ type Kubelet struct {
 	probeManager  *prober.Manager
 	volumeManager *volume.Manager
 	imageGC       *images.GCManager
+	// imageList is the node's images for its status, refreshed every 30 s.
+	imageList *images.List
+	// services feed the containers' service variables; ownServices: Run runs the informer
+	// (berth sim runs one for all its nodes).
+	services      *envvars.Services
+	ownServices   bool
 	eviction      *eviction.Manager
 	oomWatcher    *oom.Watcher
 	metrics       *metrics.Metrics
@@ -126,6 +133,11 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	}
 
 	forever("nodestatus", kl.nodeStatus.Run)
+	if kl.ownServices {
+		// Not under panics.Forever: an informer runs only once, and its goroutines recover
+		// their own panics (pkg/util/panics).
+		wg.Go(func() { kl.services.Run(ctx) })
+	}
 	every("runtime-check", runtimeCheckPeriod, kl.updateRuntimeUp)
 	wg.Go(func() { kl.statusManager.Run(ctx) }) // it comes back from a panic itself
 	forever("pleg", kl.pleg.Run)
@@ -135,6 +147,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	every("container-gc", containerGCPeriod, kl.garbageCollect)
 	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
 	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)
+	forever("image-list", kl.imageList.Run)
 	if kl.eviction != nil {
 		forever("eviction", kl.eviction.Run)
 	}

@@ -3,8 +3,9 @@
 // Lease) built by node.NewKubelet on its own in-memory CRI runtime (pkg/cri/memory), so
 // schedulers, controllers and operators can be tested against thousands of nodes whose pods
 // really go through the kubelet's logic. What can be shared without changing behaviour is:
-// one API client connection, one event broadcaster, and one watch of bound pods fanned out
-// by node name (config.SharedApiserverSource). No behaviour is faked above the CRI.
+// one API client connection, one event broadcaster, one watch of bound pods fanned out by
+// node name (config.SharedApiserverSource), and one watch each of Nodes and Services. No
+// behaviour is faked above the CRI.
 package sim
 
 import (
@@ -33,6 +34,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/memory"
 	"github.com/berth-cluster/berth/pkg/node"
 	"github.com/berth-cluster/berth/pkg/node/config"
+	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
@@ -146,6 +148,13 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	nodes.Informer()
 	nodeInformers.Start(ctx.Done())
 	defer nodeInformers.Shutdown()
+	// One watch of the Services gives every node's containers their service variables.
+	services := envvars.NewServices(client)
+	var servicesDone sync.WaitGroup
+	defer servicesDone.Wait()
+	servicesCtx, stopServices := context.WithCancel(ctx)
+	defer stopServices() // before servicesDone.Wait
+	servicesDone.Go(func() { services.Run(servicesCtx) })
 	clk := clock.RealClock{}
 	machine, err := machineInfo(opts.Template)
 	if err != nil {
@@ -156,7 +165,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	defer wg.Wait()
 	for i := 1; i <= opts.Nodes; i++ {
 		name := NodeName(opts.NamePrefix, i)
-		kl, updates, err := buildNode(ctx, name, i, opts, clients[(i-1)/nodesPerConnection], broadcasters[i%len(broadcasters)], source, nodes, clk, machine)
+		kl, updates, err := buildNode(ctx, name, i, opts, clients[(i-1)/nodesPerConnection], broadcasters[i%len(broadcasters)], source, nodes, services, clk, machine)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -177,7 +186,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 
 // buildNode makes node i's runtime and node agent.
 func buildNode(ctx context.Context, name string, i int, opts Options, client kubernetes.Interface, broadcaster record.EventBroadcaster,
-	source *config.SharedApiserverSource, nodes coreinformers.NodeInformer, clk clock.WithTickerAndDelayedExecution, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
+	source *config.SharedApiserverSource, nodes coreinformers.NodeInformer, services *envvars.Services, clk clock.WithTickerAndDelayedExecution, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
 	dataDir := filepath.Join(opts.DataDir, name)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, nil, err
@@ -227,6 +236,7 @@ func buildNode(ctx context.Context, name string, i int, opts Options, client kub
 		Images:          rt,
 		APIServerSource: source.Source,
 		Nodes:           nodes,
+		Services:        services,
 		MachineInfo:     func() (*nodestatus.MachineInfo, error) { return &m, nil },
 		Simulated:       true,
 		Clock:           clk,

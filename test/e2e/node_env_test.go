@@ -93,6 +93,16 @@ spec:
 	if ip == "" {
 		t.Error("the pod has no IP")
 	}
+	// Service variables follow the API server's Services: default/kubernetes's are always
+	// given; an API server that serves no Services (berth's, so far) gives none and holds
+	// no container back.
+	if r := c.kubectl(t, "get", "service", "kubernetes", "-n", "default", "-o", "jsonpath={.spec.clusterIP}"); r.code == 0 {
+		if got["KUBERNETES_SERVICE_HOST"] != r.stdout {
+			t.Errorf("$KUBERNETES_SERVICE_HOST = %q, want the kubernetes Service's %q", got["KUBERNETES_SERVICE_HOST"], r.stdout)
+		}
+	} else if v, ok := got["KUBERNETES_SERVICE_HOST"]; ok {
+		t.Errorf("$KUBERNETES_SERVICE_HOST = %q though the API server has no services (%s)", v, strings.TrimSpace(r.stderr))
+	}
 
 	// A required key that is missing: the container is not created, and the pod says why.
 	c.mustIn(t, fmt.Sprintf(`apiVersion: v1

@@ -5,6 +5,9 @@
 // image's registry, backs off per pod and image after a failed pull (10 s doubling to 5 min:
 // ErrImagePull first, then ImagePullBackOff while backing off), and reports on the pod with
 // the kubelet's events: Pulling, Pulled, Failed, BackOff, InspectFailed, ErrImageNeverPull.
+//
+// Beside the puller: the image garbage collector (gc.go) and the image list the node status
+// reports, refreshed every 30 s (list.go).
 package images
 
 import (

@@ -208,6 +208,7 @@ func TestPodHostname(t *testing.T) {
 	long := strings.Repeat("a", 62) + "-b"
 	tests := []struct {
 		name, hostname, subdomain string
+		override                  *string
 		wantHost, wantDomain      string
 		wantErr                   bool
 	}{
@@ -217,13 +218,53 @@ func TestPodHostname(t *testing.T) {
 		{name: long, wantHost: strings.Repeat("a", 62)}, // cut at 63, then the trailing "-"
 		{name: "web", hostname: "Not_Valid", wantErr: true},
 		{name: "web", subdomain: "a.b", wantErr: true},
+		// spec.hostnameOverride is the whole name: no domain, whatever hostname and subdomain say.
+		{name: "web", override: ptr("override.example.host"), wantHost: "override.example.host"},
+		{name: "web", hostname: "custom-host", override: ptr("override-host"), wantHost: "override-host"},
+		{name: "web", subdomain: "t", override: ptr("override-host"), wantHost: "override-host"},
+		{name: "web", override: ptr(strings.Repeat("a", 62) + ".b"), wantHost: strings.Repeat("a", 62)},
+		{name: "web", override: ptr("Not-RFC1123"), wantErr: true},
+		{name: "web", hostname: "Not_Valid", override: ptr("ok"), wantHost: "ok"},
 	}
 	for _, tt := range tests {
-		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: "ns"}, Spec: v1.PodSpec{Hostname: tt.hostname, Subdomain: tt.subdomain}}
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: "ns"},
+			Spec: v1.PodSpec{Hostname: tt.hostname, Subdomain: tt.subdomain, HostnameOverride: tt.override}}
 		host, domain, err := m.podHostnameAndDomain(context.Background(), pod)
 		if (err != nil) != tt.wantErr || host != tt.wantHost || domain != tt.wantDomain {
 			t.Errorf("%+v: got %q, %q, %v", tt, host, domain, err)
 		}
+	}
+}
+
+// TestHostnameOverride: the sandbox's hostname and the pod's /etc/hosts both carry
+// spec.hostnameOverride, and setHostnameAsFQDN has no domain to add to it (the upstream
+// "Override hostname of Pod" tests read `hostname` and `hostname -f`).
+func TestHostnameOverride(t *testing.T) {
+	m, _ := testManager(t, func(c *Config) { c.ClusterDomain = "cluster.local" })
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hostfqdn-x", Namespace: "ns", UID: "u-1"},
+		Spec: v1.PodSpec{Hostname: "custom-host", Subdomain: "t", SetHostnameAsFQDN: ptr(true),
+			HostnameOverride: ptr("override.example.host")},
+	}
+	cfg, err := m.generatePodSandboxConfig(context.Background(), pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Hostname != "override.example.host" {
+		t.Errorf("sandbox hostname %q, want override.example.host", cfg.Hostname)
+	}
+	path, err := m.ensureHostsFile(context.Background(), pod, []string{"10.0.0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts, _ := os.ReadFile(path)
+	if !strings.HasSuffix(string(hosts), "fe00::2\tip6-allrouters\n10.0.0.5\toverride.example.host\n") {
+		t.Errorf("hosts file:\n%s", hosts)
+	}
+	pod.Spec.HostnameOverride = ptr("Not-RFC1123")
+	if _, err := m.generatePodSandboxConfig(context.Background(), pod, 0); err == nil ||
+		!strings.HasPrefix(err.Error(), `pod HostnameOverride "Not-RFC1123" is not a valid DNS subdomain: `) {
+		t.Errorf("an invalid override: %v", err)
 	}
 }
 
@@ -387,7 +428,7 @@ func TestMakeEnvironmentVariables(t *testing.T) {
 	}
 	m, _ := testManager(t, func(c *Config) {
 		c.Objects = objs
-		c.ServiceEnv = func(ns string, links bool) (map[string]string, error) {
+		c.ServiceEnv = func(context.Context, *v1.Pod) (map[string]string, error) {
 			return map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "MODE": "from-service"}, nil
 		}
 	})

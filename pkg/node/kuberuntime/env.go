@@ -38,9 +38,8 @@ func (b *envBuilder) set(name, value string) {
 func (m *Manager) makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]envVar, error) {
 	var serviceEnv map[string]string
 	if m.cfg.ServiceEnv != nil {
-		enable := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
 		var err error
-		if serviceEnv, err = m.cfg.ServiceEnv(pod.Namespace, enable); err != nil {
+		if serviceEnv, err = m.cfg.ServiceEnv(ctx, pod); err != nil {
 			return nil, err
 		}
 	}

@@ -313,7 +313,7 @@ func FuzzGenerateContainerConfig(f *testing.F) {
 		SeccompDefault:        true,
 		NoPodCgroups:          true,
 		Objects:               fuzzObjects{},
-		ServiceEnv: func(string, bool) (map[string]string, error) {
+		ServiceEnv: func(context.Context, *v1.Pod) (map[string]string, error) {
 			return map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}, nil
 		},
 		Volumes: fuzzVolumes{dir: filepath.Join(dir, "volumes")},

@@ -108,9 +108,10 @@ type Config struct {
 	// Objects gives env and envFrom their ConfigMaps and Secrets; nil makes a container
 	// that refers to one fail with CreateContainerConfigError.
 	Objects ObjectGetter
-	// ServiceEnv returns the service environment variables of a namespace (the kubelet's
-	// {SVC}_SERVICE_HOST, KUBERNETES_SERVICE_HOST...); nil injects none.
-	ServiceEnv func(namespace string, enableServiceLinks bool) (map[string]string, error)
+	// ServiceEnv returns the service environment variables of the pod's containers (the
+	// kubelet's {SVC}_SERVICE_HOST, KUBERNETES_SERVICE_HOST...: envvars.Services.EnvFor); an
+	// error holds the container back with CreateContainerConfigError; nil injects none.
+	ServiceEnv func(ctx context.Context, pod *v1.Pod) (map[string]string, error)
 	// Volumes gives the host path of volume types other than emptyDir and hostPath (which
 	// the Manager handles itself); nil makes a container that mounts one fail with
 	// CreateContainerConfigError.

@@ -84,9 +84,20 @@ func (m *Manager) generatePodSandboxConfig(ctx context.Context, pod *v1.Pod, att
 	return config, nil
 }
 
-// podHostnameAndDomain is the pod's hostname (spec.hostname or the pod's name, cut to 63
-// characters) and domain (<subdomain>.<ns>.svc.<cluster domain> when spec.subdomain is set).
+// podHostnameAndDomain is the pod's hostname and domain, as the kubelet's
+// GeneratePodHostNameAndDomain makes them: spec.hostnameOverride (a DNS subdomain) when set,
+// with no domain, so that neither spec.hostname, spec.subdomain nor setHostnameAsFQDN has any
+// effect; otherwise spec.hostname or the pod's name, with the domain
+// <subdomain>.<ns>.svc.<cluster domain> when spec.subdomain is set. Either name is cut to 63
+// characters.
 func (m *Manager) podHostnameAndDomain(ctx context.Context, pod *v1.Pod) (string, string, error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err := truncatePodHostname(ctx, pod.Name, *o)
+		return hostname, "", err
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
@@ -94,13 +105,9 @@ func (m *Manager) podHostnameAndDomain(ctx context.Context, pod *v1.Pod) (string
 		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > 63 {
-		truncated := strings.TrimRight(hostname[:63], "-.")
-		klog.FromContext(ctx).Error(nil, "Hostname for pod was too long, truncated it", "podName", pod.Name, "hostnameMaxLen", 63, "truncatedHostname", truncated)
-		if truncated == "" {
-			return "", "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, hostname)
-		}
-		hostname = truncated
+	hostname, err := truncatePodHostname(ctx, pod.Name, hostname)
+	if err != nil {
+		return "", "", err
 	}
 	domain := ""
 	if pod.Spec.Subdomain != "" {
@@ -110,6 +117,21 @@ func (m *Manager) podHostnameAndDomain(ctx context.Context, pod *v1.Pod) (string
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, m.cfg.ClusterDomain)
 	}
 	return hostname, domain, nil
+}
+
+// truncatePodHostname cuts a hostname to the kernel's 63 characters (and then its trailing
+// '-' and '.').
+func truncatePodHostname(ctx context.Context, podName, hostname string) (string, error) {
+	const hostnameMaxLen = 63
+	if len(hostname) <= hostnameMaxLen {
+		return hostname, nil
+	}
+	truncated := strings.TrimRight(hostname[:hostnameMaxLen], "-.")
+	klog.FromContext(ctx).Error(nil, "Hostname for pod was too long, truncated it", "podName", podName, "hostnameMaxLen", hostnameMaxLen, "truncatedHostname", truncated)
+	if truncated == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return truncated, nil
 }
 
 // portMappings are the host ports of the pod's containers; a port named twice in one

@@ -95,6 +95,9 @@ type Config struct {
 	LeaseRenewInterval time.Duration
 	// MaxImages is how many images the status lists (50; negative for all).
 	MaxImages int
+	// Images is the node's image list (images.List, refreshed every 30 s, as the kubelet's
+	// image cache); nil reports no images.
+	Images ImageList
 
 	// Pressure reports resource pressure; nil means never under pressure.
 	Pressure PressureSource
@@ -331,7 +334,9 @@ func (c *Controller) readInputs(ctx context.Context) *statusInputs {
 	if v, err := c.runtime.Version(ctx); err == nil {
 		in.runtimeVersion = v
 	}
-	in.images, in.imagesErr = c.runtime.ListImages(ctx)
+	if c.cfg.Images != nil {
+		in.images, in.imagesErr = c.cfg.Images.GetImageList()
+	}
 	in.runtimeErr = c.state.RuntimeErrors()
 	in.networkErr = c.state.NetworkErrors()
 	if p := c.cfg.Pressure; p != nil {
@@ -517,12 +522,17 @@ func (c *Controller) fastNodeStatusUpdate(ctx context.Context, timedOut bool) bo
 }
 
 // Runtime is what the node status needs of the container runtime: its name and version for
-// nodeInfo, its images for status.images, and its health for the Ready condition.
+// nodeInfo and its health for the Ready condition.
 type Runtime interface {
 	Type() string
 	Version(ctx context.Context) (string, error)
-	ListImages(ctx context.Context) ([]container.Image, error)
 	Status(ctx context.Context) (*container.RuntimeStatus, error)
+}
+
+// ImageList is the node's images as last listed (status.images): the status does not ask the
+// runtime for them at every update.
+type ImageList interface {
+	GetImageList() ([]container.Image, error)
 }
 
 // Component names the node status controller in berth_recovered_panics_total.

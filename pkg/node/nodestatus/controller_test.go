@@ -36,7 +36,9 @@ type fakeRuntime struct {
 
 func (f *fakeRuntime) Type() string                            { return "containerd" }
 func (f *fakeRuntime) Version(context.Context) (string, error) { return "1.6.20", nil }
-func (f *fakeRuntime) ListImages(context.Context) ([]container.Image, error) {
+
+// GetImageList stands in for the node's image list (images.List).
+func (f *fakeRuntime) GetImageList() ([]container.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.images, nil
@@ -90,6 +92,9 @@ func newHarness(t *testing.T, cfg Config, objects ...runtime.Object) *harness {
 	}
 	if cfg.NodeIP == nil {
 		cfg.NodeIP = net.ParseIP("127.0.0.1")
+	}
+	if cfg.Images == nil {
+		cfg.Images = h.runtime
 	}
 	h.c = New(h.client, cfg, h.runtime, h.state, h.recorder)
 	return h

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/cri/memory"
 	"github.com/berth-cluster/berth/pkg/node"
+	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/test/integration/framework"
 )
@@ -42,6 +44,9 @@ type NodeOptions struct {
 	// NoEvents drops the node agent's events instead of writing them to the API (a
 	// thousand-pod run writes fewer objects).
 	NoEvents bool
+	// Services, when set, are the Services the node's containers get their variables from
+	// (run by the test); nil: the node agent watches the API server's own.
+	Services *envvars.Services
 }
 
 // Node is one node agent in process. Its runtime and data dir outlive the agent, so that a
@@ -55,6 +60,43 @@ type Node struct {
 	opts    NodeOptions
 	cancel  context.CancelFunc
 	done    chan error
+
+	mu sync.Mutex
+	// envs are the environments the node agent created containers with, by pod UID and
+	// container name (the last one of each).
+	envs map[string]map[string]map[string]string
+}
+
+// ContainerEnv is the environment the node agent last created the pod's container with; nil
+// when it created none.
+func (n *Node) ContainerEnv(uid, container string) map[string]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.envs[uid][container]
+}
+
+// recordingRuntime is the node's runtime, remembering every container's environment.
+type recordingRuntime struct {
+	*memory.Runtime
+	node *Node
+}
+
+func (r recordingRuntime) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	env := map[string]string{}
+	for _, kv := range config.GetEnvs() {
+		env[kv.Key] = string(kv.Value)
+	}
+	uid := config.GetLabels()[podUIDLabel]
+	r.node.mu.Lock()
+	if r.node.envs == nil {
+		r.node.envs = map[string]map[string]map[string]string{}
+	}
+	if r.node.envs[uid] == nil {
+		r.node.envs[uid] = map[string]map[string]string{}
+	}
+	r.node.envs[uid][config.GetMetadata().GetName()] = env
+	r.node.mu.Unlock()
+	return r.Runtime.CreateContainer(ctx, podSandboxID, config, sandboxConfig)
 }
 
 // machine is what every test node reports: big enough that hundreds of generated pods, each
@@ -123,8 +165,9 @@ func (n *Node) start() error {
 	}, kc, node.Dependencies{
 		Client:      client,
 		Recorder:    recorder,
-		Runtime:     n.Runtime,
+		Runtime:     recordingRuntime{n.Runtime, n},
 		Images:      n.Runtime,
+		Services:    n.opts.Services,
 		MachineInfo: func() (*nodestatus.MachineInfo, error) { return &m, nil },
 		Simulated:   true,
 	})
