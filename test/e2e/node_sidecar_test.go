@@ -125,9 +125,9 @@ spec:
   - name: side
     image: %[1]s
     restartPolicy: Always
-    # The first run starts after 5 s, is ready 5 s later and fails its liveness probe 5 s after
+    # The first run starts after 8 s, is ready 8 s later and fails its liveness probe 5 s after
     # that; the runs after it (the state volume remembers) start, get ready and stay alive.
-    command: ["sh", "-c", "if [ -f /state/ran ]; then touch /tmp/started /tmp/ready /tmp/alive; exec sleep 3600; fi; touch /tmp/alive; sleep 5; touch /tmp/started; sleep 5; touch /tmp/ready; sleep 5; touch /state/ran; rm /tmp/alive; sleep 3600"]
+    command: ["sh", "-c", "if [ -f /state/ran ]; then touch /tmp/started /tmp/ready /tmp/alive; exec sleep 3600; fi; touch /tmp/alive; sleep 8; touch /tmp/started; sleep 8; touch /tmp/ready; sleep 5; touch /state/ran; rm /tmp/alive; sleep 3600"]
     volumeMounts: [{name: state, mountPath: /state}]
     startupProbe:
       exec: {command: ["test", "-f", "/tmp/started"]}
