@@ -427,10 +427,18 @@ func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	}
 }
 
-// HandlePodReconcile records a pod whose status changed at its source.
+// HandlePodReconcile records a pod whose status changed at its source. When someone else
+// changed a readiness gate's condition, the pod's Ready condition no longer holds: the pod
+// is synced at once, so that Ready follows the gate rather than wait for the next resync.
 func (kl *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
+	start := kl.clock.Now()
 	for _, pod := range pods {
 		kl.podManager.UpdatePod(pod)
+		// A mirror pod's status is the static pod's, which holds no one else's conditions.
+		if !kubetypes.IsMirrorPod(pod) && podstatus.NeedToReconcilePodReadiness(pod) {
+			mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
+			kl.dispatchWork(pod, kubetypes.SyncPodSync, mirrorPod, start)
+		}
 	}
 }
 

@@ -181,6 +181,24 @@ func GeneratePodReadyCondition(pod *v1.Pod, conditions []v1.PodCondition, status
 	return cond
 }
 
+// NeedToReconcilePodReadiness reports a pod with readiness gates whose Ready condition, as the
+// API holds it, no longer says what its conditions and container statuses there make it:
+// someone else changed a gate's condition, and the pod needs a sync so that the node agent
+// writes Ready again (the kubelet's HandlePodReconcile). A pod with no Ready condition yet
+// waits for its first sync.
+func NeedToReconcilePodReadiness(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	cur := findCondition(pod.Status.Conditions, v1.PodReady)
+	if cur == nil {
+		return false
+	}
+	statuses := append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	want := GeneratePodReadyCondition(pod, pod.Status.Conditions, statuses, pod.Status.Phase)
+	return cur.Status != want.Status || cur.Message != want.Message
+}
+
 // terminalReadyCondition is the Ready or ContainersReady condition of a pod in a terminal
 // phase: False with reason PodCompleted or PodFailed.
 func terminalReadyCondition(pod *v1.Pod, t v1.PodConditionType, phase v1.PodPhase) v1.PodCondition {

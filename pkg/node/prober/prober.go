@@ -68,7 +68,8 @@ type prober struct {
 
 func newProber(runner CommandRunner, recorder record.EventRecorder) *prober {
 	// Probes go to pods' own addresses: no proxy, no certificate checks, no keep-alive (a
-	// connection per probe, as the kubelet's), and redirects only to the same host.
+	// connection per probe, as the kubelet's), and redirects followed only to the same host:
+	// a redirect to another host is the answer (httpProbe makes it a warning).
 	transport := &http.Transport{
 		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
 		DisableKeepAlives:  true,
@@ -90,9 +91,27 @@ func newProber(runner CommandRunner, recorder record.EventRecorder) *prober {
 	return &prober{runner: runner, recorder: recorder, http: client}
 }
 
+// outcome is what one run of a probe's handler saw, before the worker's thresholds (the
+// kubelet's probe.Result; its words appear in the events).
+type outcome string
+
+const (
+	outcomeSuccess outcome = "success"
+	// outcomeWarning is a success with something to say: an HTTP probe answered with a
+	// redirect to another host, which is not followed.
+	outcomeWarning outcome = "warning"
+	outcomeFailure outcome = "failure"
+	outcomeUnknown outcome = "unknown"
+)
+
+// maxProbeRetries is how many times a probe that errored (could not run) is run again at once.
+const maxProbeRetries = 3
+
 // probe runs the probe of kind t on container c (running as id) and returns its verdict. A
-// failure is recorded as an Unhealthy event naming the probe and what it saw; an error
-// (the probe could not run) is a failure too, as the kubelet counts it.
+// failure is recorded as an Unhealthy event naming the probe and what it saw, a success with
+// a warning as a ProbeWarning event. A probe that errored (could not run, three times) is an
+// Unhealthy event too, and its verdict is Unknown: the worker throws it away, as the kubelet
+// does.
 func (pb *prober) probe(ctx context.Context, t probeType, pod *v1.Pod, status v1.PodStatus, c *v1.Container, id container.ContainerID) results.Result {
 	var p *v1.Probe
 	switch t {
@@ -107,30 +126,55 @@ func (pb *prober) probe(ctx context.Context, t probeType, pod *v1.Pod, status v1
 		return results.Success
 	}
 	logger := klog.FromContext(ctx).WithValues("probeType", t, "pod", klog.KObj(pod), "containerName", c.Name)
-	result, output, err := pb.runProbe(ctx, p, pod, status, c, id)
-	ref := &v1.ObjectReference{
-		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		FieldPath: fmt.Sprintf("spec.containers{%s}", c.Name),
+	var (
+		result outcome
+		output string
+		err    error
+	)
+	for i := 0; i < maxProbeRetries; i++ {
+		if result, output, err = pb.runProbe(ctx, p, pod, status, c, id); err == nil {
+			break
+		}
 	}
-	if isInitContainer(pod, c.Name) {
-		ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", c.Name)
-	}
+	ref := containerRef(pod, c.Name)
 	if err != nil {
-		logger.V(1).Info("Probe errored", "err", err)
-		pb.recorder.Eventf(ref, v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", t, err)
-		return results.Failure
+		logger.V(1).Info("Probe errored", "probeResult", result, "err", err)
+		pb.recorder.Eventf(ref, v1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in %s state: %s", t, result, err)
+		return results.Unknown
 	}
-	if result == results.Failure {
+	switch result {
+	case outcomeSuccess:
+		logger.V(3).Info("Probe succeeded")
+		return results.Success
+	case outcomeWarning:
+		logger.V(3).Info("Probe succeeded with a warning", "output", output)
+		pb.recorder.Eventf(ref, v1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", t, output)
+		return results.Success
+	case outcomeFailure:
 		logger.V(1).Info("Probe failed", "output", output)
 		pb.recorder.Eventf(ref, v1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", t, output)
 		return results.Failure
+	default:
+		logger.V(1).Info("Probe unknown without error", "probeResult", result)
+		return results.Failure
 	}
-	logger.V(3).Info("Probe succeeded")
-	return results.Success
+}
+
+// containerRef is the object reference of a container's events: spec.containers{name}, or
+// spec.initContainers{name} for an init container (a sidecar).
+func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
+	ref := &v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+		FieldPath: fmt.Sprintf("spec.containers{%s}", name),
+	}
+	if isInitContainer(pod, name) {
+		ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", name)
+	}
+	return ref
 }
 
 // runProbe runs p's handler once, bounded by its timeoutSeconds.
-func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, pod *v1.Pod, status v1.PodStatus, c *v1.Container, id container.ContainerID) (results.Result, string, error) {
+func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, pod *v1.Pod, status v1.PodStatus, c *v1.Container, id container.ContainerID) (outcome, string, error) {
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
 		timeout = time.Second
@@ -147,13 +191,13 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, pod *v1.Pod, status
 	case p.HTTPGet != nil:
 		port, err := container.ResolvePort(p.HTTPGet.Port, c)
 		if err != nil {
-			return results.Failure, "", err
+			return outcomeUnknown, "", err
 		}
 		return pb.httpProbe(ctx, p.HTTPGet, host(p.HTTPGet.Host), port, timeout)
 	case p.TCPSocket != nil:
 		port, err := container.ResolvePort(p.TCPSocket.Port, c)
 		if err != nil {
-			return results.Failure, "", err
+			return outcomeUnknown, "", err
 		}
 		return tcpProbe(ctx, host(p.TCPSocket.Host), port, timeout)
 	case p.GRPC != nil:
@@ -163,23 +207,23 @@ func (pb *prober) runProbe(ctx context.Context, p *v1.Probe, pod *v1.Pod, status
 		}
 		return grpcProbe(ctx, host(""), int(p.GRPC.Port), service, timeout)
 	}
-	return results.Failure, "", fmt.Errorf("missing probe handler for %s:%s", klog.KObj(pod), c.Name)
+	return outcomeUnknown, "", fmt.Errorf("missing probe handler for %s:%s", klog.KObj(pod), c.Name)
 }
 
 // execProbe runs the command in the container: exit 0 succeeds; its output is the message.
-func (pb *prober) execProbe(ctx context.Context, cmd []string, c *v1.Container, id container.ContainerID, timeout time.Duration) (results.Result, string, error) {
+func (pb *prober) execProbe(ctx context.Context, cmd []string, c *v1.Container, id container.ContainerID, timeout time.Duration) (outcome, string, error) {
 	out, err := pb.runner.RunInContainer(ctx, id, expandCommand(cmd, c), timeout)
 	if err == nil {
-		return results.Success, string(out), nil
+		return outcomeSuccess, string(out), nil
 	}
 	var exitErr utilexec.ExitError
 	if errors.As(err, &exitErr) {
-		return results.Failure, string(out), nil
+		return outcomeFailure, string(out), nil
 	}
 	if errors.Is(err, criclient.ErrCommandTimedOut) || strings.Contains(err.Error(), "timeout") && strings.Contains(err.Error(), "exceeded") {
-		return results.Failure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " ")), nil
+		return outcomeFailure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " ")), nil
 	}
-	return results.Unknown, "", err
+	return outcomeUnknown, "", err
 }
 
 // expandCommand expands $(VAR) with the container's plain env values, as the kubelet does for
@@ -198,61 +242,69 @@ func expandCommand(cmd []string, c *v1.Container) []string {
 	return out
 }
 
-// httpProbe GETs the URL: 200 to 399 succeeds, anything else fails with the status code.
-func (pb *prober) httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, timeout time.Duration) (results.Result, string, error) {
+// httpProbe GETs the URL: 200 to 299 succeeds; 300 to 399, a redirect that was not followed
+// (it goes to another host), succeeds with a warning that shows the answer's body; anything
+// else fails with the status code (and never the body, which may hold secrets).
+func (pb *prober) httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, timeout time.Duration) (outcome, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := container.NewHTTPGetRequest(ctx, g, host, port, "kube-probe/"+version.Info().Major+"."+version.Info().Minor)
 	if err != nil {
-		return results.Failure, "", err
+		return outcomeUnknown, "", err
 	}
 	resp, err := pb.http.Do(req)
 	if err != nil {
 		// A probe that cannot connect fails; it does not error.
-		return results.Failure, err.Error(), nil
+		return outcomeFailure, err.Error(), nil
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRespBody))
-	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		return results.Success, string(body), nil
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRespBody))
+	if err != nil {
+		return outcomeFailure, "", err
 	}
-	return results.Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode), nil
+	switch {
+	case resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusMultipleChoices:
+		return outcomeSuccess, string(body), nil
+	case resp.StatusCode >= http.StatusMultipleChoices && resp.StatusCode < http.StatusBadRequest:
+		return outcomeWarning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body), nil
+	}
+	return outcomeFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode), nil
 }
 
 // tcpProbe succeeds when a connection opens.
-func tcpProbe(ctx context.Context, host string, port int, timeout time.Duration) (results.Result, string, error) {
+func tcpProbe(ctx context.Context, host string, port int, timeout time.Duration) (outcome, string, error) {
 	d := net.Dialer{Timeout: timeout}
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return results.Failure, err.Error(), nil
+		return outcomeFailure, err.Error(), nil
 	}
 	_ = conn.Close()
-	return results.Success, "", nil
+	return outcomeSuccess, "", nil
 }
 
 // grpcProbe asks the gRPC health service: SERVING succeeds.
-func grpcProbe(ctx context.Context, host string, port int, service string, timeout time.Duration) (results.Result, string, error) {
+func grpcProbe(ctx context.Context, host string, port int, service string, timeout time.Duration) (outcome, string, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUserAgent("kube-probe/"+version.Info().Major+"."+version.Info().Minor))
 	if err != nil {
-		return results.Failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err), nil
+		return outcomeFailure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err), nil
 	}
 	defer conn.Close()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service}, grpc.WaitForReady(true))
 	if err != nil {
 		st, _ := grpcstatus.FromError(err)
 		if ctx.Err() != nil {
-			return results.Failure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout), nil
+			return outcomeFailure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout), nil
 		}
-		return results.Failure, fmt.Sprintf("error: health rpc probe failed: %s", st.Message()), nil
+		return outcomeFailure, fmt.Sprintf("error: health rpc probe failed: %s", st.Message()), nil
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return results.Failure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String()), nil
+		return outcomeFailure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String()), nil
 	}
-	return results.Success, "", nil
+	return outcomeSuccess, "", nil
 }
 
 func isInitContainer(pod *v1.Pod, name string) bool {

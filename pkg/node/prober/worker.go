@@ -2,7 +2,6 @@ package prober
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/node/container"
+	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
@@ -118,9 +118,7 @@ func (w *worker) probeOnce(ctx context.Context) (keepGoing bool) {
 	keepGoing = true
 	err := panics.Call(ctx, Component, func() error { keepGoing = w.doProbe(ctx); return nil })
 	if err != nil {
-		ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: w.pod.Namespace, Name: w.pod.Name, UID: w.pod.UID,
-			FieldPath: fmt.Sprintf("spec.containers{%s}", w.container.Name)}
-		w.m.prober.recorder.Eventf(ref, v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", w.probeType, err)
+		w.m.prober.recorder.Eventf(containerRef(w.pod, w.container.Name), v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", w.probeType, err)
 		return true
 	}
 	return keepGoing
@@ -158,8 +156,10 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		if !w.containerID.IsEmpty() {
 			w.results.Set(w.containerID, results.Failure, w.pod)
 		}
-		// A container that ended and will not run again needs no more probing.
-		return cs.State.Terminated == nil || w.pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// A container that ended and will not run again needs no more probing; a sidecar
+		// always runs again, whatever the pod's restartPolicy, and a container's own
+		// restartPolicy and rules decide before the pod's.
+		return cs.State.Terminated == nil || podstatus.ContainerShouldRestart(&w.container, &w.pod.Spec, cs.State.Terminated.ExitCode)
 	}
 	// A pod being deleted is not ready; its liveness no longer matters.
 	if w.pod.DeletionTimestamp != nil || w.m.deleting(w.pod.UID) {
@@ -183,7 +183,7 @@ func (w *worker) doProbe(ctx context.Context) bool {
 
 	result := w.m.prober.probe(ctx, w.probeType, w.pod, status, &w.container, w.containerID)
 	if result == results.Unknown {
-		return true
+		return true // the probe errored: its result is thrown away
 	}
 	if w.lastResult == result {
 		w.resultRun++
