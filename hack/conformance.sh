@@ -89,7 +89,10 @@ fi
 ./hack/deps.sh
 need=()
 command -v debootstrap >/dev/null || need+=(debootstrap)
-command -v openssl >/dev/null || need+=(openssl)
+command -v curl >/dev/null || need+=(curl)
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+command -v make >/dev/null || need+=(make)
+command -v bzip2 >/dev/null || need+=(bzip2)
 if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
@@ -119,6 +122,30 @@ CGO_ENABLED=0 build pause ./pause
 mkdir -p "$run"
 go build -o "$run/berth" ./cmd/berth
 (cd hack/conformance && go build -o "$run/harness" ./harness)
+
+# The busybox of the busybox images: upstream's 1.37.0 built static from the source Debian's
+# mirror serves. Debian's own busybox-static (also 1.37 in trixie) drops environment
+# variables whose names are not shell names (data-1), which the ConfigMap and Secret
+# "consumable via the environment" tests read back with sh -c env; upstream's ash keeps them.
+busybox=$cache/bin/busybox-1.37.0
+if [ ! -x "$busybox" ]; then
+  log "building busybox 1.37.0"
+  src=$cache/images/busybox-src
+  rm -rf "$src" && mkdir -p "$src"
+  curl -fsSL -o "$src/busybox.tar.bz2" http://deb.debian.org/debian/pool/main/b/busybox/busybox_1.37.0.orig.tar.bz2
+  echo "3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4  $src/busybox.tar.bz2" | sha256sum -c --quiet
+  tar -C "$src" -xjf "$src/busybox.tar.bz2"
+  (
+    cd "$src/busybox-1.37.0"
+    make defconfig >/dev/null
+    # Static; without tc, which does not build against this kernel's headers.
+    sed -i 's/^# CONFIG_STATIC is not set/CONFIG_STATIC=y/; s/^CONFIG_TC=y/# CONFIG_TC is not set/' .config
+    make -j"$(nproc)" >"$cache/images/busybox-build.log" 2>&1
+  )
+  cp "$src/busybox-1.37.0/busybox" "$busybox.part"
+  mv "$busybox.part" "$busybox"
+  rm -rf "$src"
+fi
 
 # The Debian root file system of the images that are Debian-based upstream (and of agnhost,
 # whose tools upstream's Alpine base has), from the Debian mirror, once.
@@ -220,7 +247,7 @@ wait_for "node $node_name" 120 kubectl --kubeconfig "$kubeconfig" wait --for=con
 
 # 3. The test images, under the names the suite pulls, imported into the node's containerd.
 k8s_src=$(cd hack/conformance && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
-"$run/harness" images --bookworm "$bookworm" --bin "$bin" --agnhost-src "$k8s_src/test/images/agnhost" \
+"$run/harness" images --bookworm "$bookworm" --busybox "$busybox" --bin "$bin" --agnhost-src "$k8s_src/test/images/agnhost" \
   --out "$run/images.tar"
 "$run/berth" image import --data-dir "$data" "$run/images.tar" >/dev/null
 
