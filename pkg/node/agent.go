@@ -45,6 +45,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/server"
 	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
+	"github.com/berth-cluster/berth/pkg/node/sysctl"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
 	"github.com/berth-cluster/berth/pkg/util/panics"
@@ -366,7 +367,12 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		Clock:                  clk,
 		Nodes:                  deps.Nodes,
 	}, runtime, kl.runtimeState, recorder)
-	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
+	// Safe sysctls are always allowed, unsafe ones only as the node's configuration says.
+	sysctls, err := sysctl.NodeAllowlist(klog.FromContext(ctx), kc.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	kl.admitHandlers = []admission.PodAdmitHandler{sysctls, admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
 	if !deps.Simulated {
 		kl.oomWatcher = oom.NewWatcher(recorder, kl.nodeRef())
 		kl.admitHandlers = append([]admission.PodAdmitHandler{kl.eviction}, kl.admitHandlers...)
