@@ -31,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/containerd"
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 	"github.com/berth-cluster/berth/pkg/node/admission"
+	"github.com/berth-cluster/berth/pkg/node/allocation"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
 	"github.com/berth-cluster/berth/pkg/node/metrics"
@@ -300,6 +301,10 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	kl.statusManager = status.NewManager(client, kl.podManager, podDeletionSafety{kl.podWorkers})
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, criCommandRunner{deps.Runtime}, recorder, kl.podWorkers.IsPodTerminationRequested)
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, func() v1.ResourceList { return allocatable })
+	// What the node granted each pod and what the runtime applied: kept in the data dir, so
+	// that a restart resumes both (a simulated node keeps them in memory).
+	allocated, actuated := openResourceStores(ctx, cfg.DataDir, deps.Simulated)
+	kl.actuated = actuated
 	runtime, err := newRuntimeManager(ctx, cfg, kc, deps, runtimeModules{
 		client:      client,
 		recorder:    recorder,
@@ -308,6 +313,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		allocatable: allocatable,
 		probes:      probeVerdicts{kl.probeManager},
 		volumes:     kl.volumeManager,
+		actuated:    actuated,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -377,6 +383,15 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		kl.oomWatcher = oom.NewWatcher(recorder, kl.nodeRef())
 		kl.admitHandlers = append([]admission.PodAdmitHandler{kl.eviction}, kl.admitHandlers...)
 	}
+	kl.allocation = allocation.NewManager(allocation.Config{
+		Allocated:    allocated,
+		Admit:        func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) { return kl.canAdmitPod(others, pod) },
+		GetPodByUID:  kl.podManager.GetPodByUID,
+		ActivePods:   func() []*v1.Pod { return kl.activePods(&v1.Pod{}) },
+		SourcesReady: kl.sourcesReady.AllReady,
+		Recorder:     recorder,
+		Clock:        clk,
+	})
 	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
 
 	nodeHasSynced := func() bool { _, err := kl.nodeStatus.GetNode(); return err == nil }
@@ -385,6 +400,24 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		return nil, nil, err
 	}
 	return kl, podConfig.Updates(), nil
+}
+
+// openResourceStores opens the records of allocated and actuated resources in dataDir (in
+// memory for a simulated node). A record that cannot be read is logged and starts empty: the
+// pods are then admitted at their specs' resources.
+func openResourceStores(ctx context.Context, dataDir string, simulated bool) (allocated, actuated *allocation.Store) {
+	open := func(file string) *allocation.Store {
+		path := ""
+		if !simulated {
+			path = filepath.Join(dataDir, file)
+		}
+		s, err := allocation.NewStore(path)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to read a pod resources record; starting with an empty one", "path", path)
+		}
+		return s
+	}
+	return open(allocation.AllocatedStateFile), open(allocation.ActuatedStateFile)
 }
 
 // garbageCollectForEviction is the eviction manager's first reclaim of node disk: dead

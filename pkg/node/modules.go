@@ -111,6 +111,7 @@ type runtimeModules struct {
 	allocatable v1.ResourceList
 	probes      kuberuntime.ProbeResults
 	volumes     kuberuntime.VolumeHost
+	actuated    kuberuntime.ActuatedResources
 }
 
 // newRuntimeManager builds the runtime manager (SyncPod, startContainer, killContainer) over
@@ -137,6 +138,7 @@ func newRuntimeManager(ctx context.Context, cfg Config, kc *kubeletconfig.Kubele
 		Objects:               apiObjects{m.client},
 		Probes:                m.probes,
 		Volumes:               m.volumes,
+		Actuated:              m.actuated,
 		NoPodCgroups:          deps.Simulated,
 		Clock:                 m.clock,
 	}, deps.Runtime, deps.Images, m.recorder)

@@ -144,7 +144,7 @@ func FuzzComputePodActions(f *testing.F) {
 			results = nil
 		}
 
-		plan := computePodActions(pod, status, results)
+		plan := computePodActions(pod, status, results, nil)
 		_ = plan.String()
 		checkIndexes(t, "InitContainersToStart", plan.InitContainersToStart, len(pod.Spec.InitContainers))
 		checkIndexes(t, "ContainersToStart", plan.ContainersToStart, len(pod.Spec.Containers))
