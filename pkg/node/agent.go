@@ -302,8 +302,8 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, criCommandRunner{deps.Runtime}, recorder, kl.podWorkers.IsPodTerminationRequested)
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, func() v1.ResourceList { return allocatable })
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so
-	// that a restart resumes both (a simulated node keeps them in memory).
-	allocated, actuated := openResourceStores(ctx, cfg.DataDir, deps.Simulated)
+	// that a restart resumes both.
+	allocated, actuated := openResourceStores(ctx, cfg.DataDir)
 	kl.actuated = actuated
 	runtime, err := newRuntimeManager(ctx, cfg, kc, deps, runtimeModules{
 		client:      client,
@@ -403,12 +403,12 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 }
 
 // openResourceStores opens the records of allocated and actuated resources in dataDir (in
-// memory for a simulated node). A record that cannot be read is logged and starts empty: the
-// pods are then admitted at their specs' resources.
-func openResourceStores(ctx context.Context, dataDir string, simulated bool) (allocated, actuated *allocation.Store) {
+// memory without one). A record that cannot be read is logged and starts empty: the pods are
+// then admitted at their specs' resources.
+func openResourceStores(ctx context.Context, dataDir string) (allocated, actuated *allocation.Store) {
 	open := func(file string) *allocation.Store {
 		path := ""
-		if !simulated {
+		if dataDir != "" {
 			path = filepath.Join(dataDir, file)
 		}
 		s, err := allocation.NewStore(path)
