@@ -397,7 +397,7 @@ func (m *Manager) growsRequests(pod *v1.Pod) bool {
 // TriggerRetry asks, until ctx ends; sync syncs a pod whose resize moved.
 func (m *Manager) Run(ctx context.Context, sync func(*v1.Pod)) {
 	t := m.cfg.Clock.NewTicker(initialRetryDelay)
-	defer t.Stop()
+	defer func() { t.Stop() }()
 	first := true
 	for {
 		select {

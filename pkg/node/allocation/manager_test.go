@@ -296,3 +296,54 @@ func TestResizeMessages(t *testing.T) {
 		t.Errorf("error message: %s", got)
 	}
 }
+
+// Run retries on TriggerRetry and on its ticker, and syncs the pods whose resize moved.
+func TestRunRetries(t *testing.T) {
+	f := newFixture(t, mustStore(t, ""))
+	a, b := makePod("a", 600), makePod("b", 300)
+	f.add(t, a)
+	f.add(t, b)
+	b2 := resized(b, 600)
+	f.pods[b.UID] = b2
+	f.m.HandlePodUpdate(context.Background(), b2) // deferred: 600 + 600 > 1000
+	synced := make(chan types.UID, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.m.Run(ctx, func(p *v1.Pod) { synced <- p.UID }) }()
+	defer func() { cancel(); <-done }()
+
+	delete(f.pods, a.UID)
+	f.m.RemovePod(klog.Background(), a.UID)
+	f.m.TriggerRetry()
+	select {
+	case uid := <-synced:
+		if uid != b.UID {
+			t.Fatalf("synced %s", uid)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("TriggerRetry did not retry the pending resize")
+	}
+
+	// Deferred again; the room comes free without a trigger: the ticker retries it.
+	c := makePod("c", 300)
+	f.add(t, c)
+	b3 := resized(b2, 900)
+	f.pods[b.UID] = b3
+	f.m.HandlePodUpdate(context.Background(), b3) // 900 + 300 > 1000
+	if !f.m.isPending(b.UID, v1.PodReasonDeferred) {
+		t.Fatal("not deferred")
+	}
+	delete(f.pods, c.UID)
+	for deadline := time.Now().Add(10 * time.Second); !f.clock.HasWaiters() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.clock.Step(initialRetryDelay)
+	select {
+	case uid := <-synced:
+		if uid != b.UID {
+			t.Fatalf("synced %s", uid)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ticker did not retry the pending resize")
+	}
+}
