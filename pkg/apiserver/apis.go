@@ -112,6 +112,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"pods/attach":         attach,
 		"pods/portforward":    portForward,
 		"pods/status":         pods.Status,
+		"pods/resize":         pod.NewResizeREST(pods.Pod.Store, nodes.Node.Store),
 		"pods/binding":        pods.Binding,
 		"pods/eviction":       pods.Eviction,
 		"pods/log":            pod.NewLogREST(pods.Pod.Store, nodes.Node.Store, kubelet),

@@ -31,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/containerd"
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 	"github.com/berth-cluster/berth/pkg/node/admission"
+	"github.com/berth-cluster/berth/pkg/node/allocation"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
@@ -47,6 +48,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/server"
 	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
+	"github.com/berth-cluster/berth/pkg/node/sysctl"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
 	"github.com/berth-cluster/berth/pkg/util/panics"
@@ -308,6 +310,10 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		kl.services = envvars.NewServices(client)
 	}
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, func() v1.ResourceList { return allocatable })
+	// What the node granted each pod and what the runtime applied: kept in the data dir, so
+	// that a restart resumes both.
+	allocated, actuated := openResourceStores(ctx, cfg.DataDir)
+	kl.actuated = actuated
 	runtime, err := newRuntimeManager(ctx, cfg, kc, deps, runtimeModules{
 		client:      client,
 		recorder:    recorder,
@@ -317,6 +323,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		probes:      probeVerdicts{kl.probeManager},
 		volumes:     kl.volumeManager,
 		serviceEnv:  kl.services.EnvFor,
+		actuated:    actuated,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -378,11 +385,25 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		Clock:                  clk,
 		Nodes:                  deps.Nodes,
 	}, runtime, kl.runtimeState, recorder)
-	kl.admitHandlers = []admission.PodAdmitHandler{admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
+	// Safe sysctls are always allowed, unsafe ones only as the node's configuration says.
+	sysctls, err := sysctl.NodeAllowlist(klog.FromContext(ctx), kc.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	kl.admitHandlers = []admission.PodAdmitHandler{sysctls, admission.NewPredicateAdmitHandler(kl.nodeStatus.GetNode)}
 	if !deps.Simulated {
 		kl.oomWatcher = oom.NewWatcher(recorder, kl.nodeRef())
 		kl.admitHandlers = append([]admission.PodAdmitHandler{kl.eviction}, kl.admitHandlers...)
 	}
+	kl.allocation = allocation.NewManager(allocation.Config{
+		Allocated:    allocated,
+		Admit:        func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) { return kl.canAdmitPod(others, pod) },
+		GetPodByUID:  kl.podManager.GetPodByUID,
+		ActivePods:   func() []*v1.Pod { return kl.activePods(&v1.Pod{}) },
+		SourcesReady: kl.sourcesReady.AllReady,
+		Recorder:     recorder,
+		Clock:        clk,
+	})
 	kl.mirrorClient = mirror.NewClient(client, cfg.NodeName, kl.nodeStatus.GetNode)
 
 	nodeHasSynced := func() bool { _, err := kl.nodeStatus.GetNode(); return err == nil }
@@ -391,6 +412,24 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		return nil, nil, err
 	}
 	return kl, podConfig.Updates(), nil
+}
+
+// openResourceStores opens the records of allocated and actuated resources in dataDir (in
+// memory without one). A record that cannot be read is logged and starts empty: the pods are
+// then admitted at their specs' resources.
+func openResourceStores(ctx context.Context, dataDir string) (allocated, actuated *allocation.Store) {
+	open := func(file string) *allocation.Store {
+		path := ""
+		if dataDir != "" {
+			path = filepath.Join(dataDir, file)
+		}
+		s, err := allocation.NewStore(path)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to read a pod resources record; starting with an empty one", "path", path)
+		}
+		return s
+	}
+	return open(allocation.AllocatedStateFile), open(allocation.ActuatedStateFile)
 }
 
 // garbageCollectForEviction is the eviction manager's first reclaim of node disk: dead

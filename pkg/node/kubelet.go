@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/node/admission"
+	"github.com/berth-cluster/berth/pkg/node/allocation"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
@@ -98,11 +99,16 @@ type Kubelet struct {
 	pleg          lifecycleEvents
 	podCache      pleg.Cache
 	admitHandlers []admission.PodAdmitHandler
-	nodeStatus    *nodestatus.Controller
-	runtimeState  *nodestatus.RuntimeState
-	sourcesReady  config.SourcesReady
-	mirrorClient  mirror.Client
-	reasonCache   *podstatus.ReasonCache
+	// allocation holds the resources granted to each pod, and its resizes.
+	allocation *allocation.Manager
+	// actuated holds the resources the runtime applied to each container (the runtime
+	// manager writes it).
+	actuated     *allocation.Store
+	nodeStatus   *nodestatus.Controller
+	runtimeState *nodestatus.RuntimeState
+	sourcesReady config.SourcesReady
+	mirrorClient mirror.Client
+	reasonCache  *podstatus.ReasonCache
 	// crashLoopBackOff is the restart back-off of containers (10 s doubling to 5 min).
 	crashLoopBackOff *flowcontrol.Backoff
 	// containerDeletor removes a pod's surplus dead containers when one dies.
@@ -146,6 +152,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	forever("container-deletor", func(ctx context.Context) { kl.containerDeletor.run(ctx, kl.runtime) })
 	every("container-gc", containerGCPeriod, kl.garbageCollect)
 	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
+	forever("allocation", func(ctx context.Context) { kl.allocation.Run(ctx, kl.syncResizedPod) })
 	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)
 	forever("image-list", kl.imageList.Run)
 	if kl.eviction != nil {
@@ -384,13 +391,19 @@ func (kl *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			continue
 		}
 		if !kl.podWorkers.IsPodTerminationRequested(pod.UID) {
-			if ok, reason, message := kl.canAdmitPod(kl.activePods(pod), pod); !ok {
+			// Admitted at the resources it was granted before (a restart) or its spec's.
+			if ok, reason, message := kl.allocation.AddPod(klog.FromContext(ctx), pod, kl.activePods(pod)); !ok {
 				kl.rejectPod(ctx, pod, reason, message)
 				continue
 			}
 		}
 		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
 		kl.dispatchWork(pod, kubetypes.SyncPodCreate, mirrorPod, start)
+	}
+	// Resizes left pending (by a restart) are tried once every pod is back, so that none is
+	// accepted on resources another pod holds.
+	for _, pod := range kl.allocation.RetryPendingResizes(ctx) {
+		kl.syncResizedPod(pod)
 	}
 }
 
@@ -404,6 +417,11 @@ func (kl *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 			continue
 		}
 		kl.volumeManager.UpdatePod(pod)
+		// A new size of the pod's containers: a resize to accept, or to leave pending.
+		kl.allocation.HandlePodUpdate(ctx, pod)
+		if isTerminalPhase(pod.Status.Phase) {
+			kl.allocation.TriggerRetry() // its resources are free
+		}
 		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
 		kl.dispatchWork(pod, kubetypes.SyncPodUpdate, mirrorPod, start)
 	}
@@ -424,7 +442,10 @@ func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 			UpdateType: kubetypes.SyncPodKill,
 			StartTime:  start,
 		})
+		kl.allocation.RemovePod(klog.FromContext(ctx), pod.UID)
 	}
+	// The resources of the pods that left may make room for a pending resize.
+	kl.allocation.TriggerRetry()
 }
 
 // HandlePodReconcile records a pod whose status changed at its source. When someone else
@@ -462,14 +483,25 @@ func (kl *Kubelet) handleMirrorPod(ctx context.Context, mirrorPod *v1.Pod, start
 	}
 }
 
-// dispatchWork hands a pod to its worker.
+// dispatchWork hands a pod to its worker, with the resources the node allocated it: a
+// resize the node has not accepted changes nothing yet.
 func (kl *Kubelet) dispatchWork(pod *v1.Pod, syncType kubetypes.SyncPodType, mirrorPod *v1.Pod, start time.Time) {
+	pod, _ = kl.allocation.UpdatePodFromAllocation(pod)
 	kl.podWorkers.UpdatePod(podworkers.UpdatePodOptions{
 		Pod:        pod,
 		MirrorPod:  mirrorPod,
 		UpdateType: syncType,
 		StartTime:  start,
 	})
+}
+
+// syncResizedPod syncs a pod whose resize the allocation manager accepted or whose resize
+// conditions changed.
+func (kl *Kubelet) syncResizedPod(pod *v1.Pod) {
+	if pod, ok := kl.podManager.GetPodByUID(pod.UID); ok {
+		mirrorPod, _ := kl.podManager.GetMirrorPodByPod(pod)
+		kl.dispatchWork(pod, kubetypes.SyncPodUpdate, mirrorPod, kl.clock.Now())
+	}
 }
 
 // activePods are the admitted pods that still hold resources, other than pod itself.

@@ -112,6 +112,7 @@ type runtimeModules struct {
 	probes      kuberuntime.ProbeResults
 	volumes     kuberuntime.VolumeHost
 	serviceEnv  func(ctx context.Context, pod *v1.Pod) (map[string]string, error)
+	actuated    kuberuntime.ActuatedResources
 }
 
 // newRuntimeManager builds the runtime manager (SyncPod, startContainer, killContainer) over
@@ -139,6 +140,7 @@ func newRuntimeManager(ctx context.Context, cfg Config, kc *kubeletconfig.Kubele
 		Probes:                m.probes,
 		Volumes:               m.volumes,
 		ServiceEnv:            m.serviceEnv,
+		Actuated:              m.actuated,
 		NoPodCgroups:          deps.Simulated,
 		Clock:                 m.clock,
 	}, deps.Runtime, deps.Images, m.recorder)

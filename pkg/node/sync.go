@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/berth-cluster/berth/pkg/node/allocation"
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
@@ -33,6 +34,11 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	}
 
 	defer kl.metrics.ObservePodWorker(updateType.String(), time.Now())
+
+	// A pod met for the first time runs at its allocation; a resize is in progress while the
+	// runtime has not actuated the allocation.
+	kl.initializeActuatedPod(logger, pod)
+	kl.updateResizeInProgress(logger, pod, podStatus)
 
 	apiPodStatus := kl.generateAPIPodStatus(pod, podStatus, false)
 	if isTerminalPhase(apiPodStatus.Phase) {
@@ -65,6 +71,10 @@ func (kl *Kubelet) SyncPod(ctx context.Context, updateType kubetypes.SyncPodType
 	}
 	result := kl.runtime.SyncPod(ctx, pod, podStatus, kl.pullSecretsFromAPI(ctx, pod), kl.crashLoopBackOff)
 	kl.reasonCache.Update(pod.UID, result)
+	if kl.handleResizeResults(logger, pod, podStatus, result) && result.Error() == nil {
+		// Resized: the status shows the new resources, without PodResizeInProgress, now.
+		kl.statusManager.SetPodStatus(logger, pod, kl.generateAPIPodStatus(pod, podStatus, false))
+	}
 	if startedContainers(result) {
 		kl.startedContainers.Store(pod.UID, true)
 	}
@@ -144,14 +154,21 @@ func (kl *Kubelet) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus
 	return nil
 }
 
-// generateAPIPodStatus turns the runtime's view of a pod into the pod's API status.
+// generateAPIPodStatus turns the runtime's view of a pod into the pod's API status: its
+// containers with the resources they run with, and its resize conditions (none once the pod
+// is done).
 func (kl *Kubelet) generateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, podIsTerminal bool) v1.PodStatus {
 	oldStatus := pod.Status
 	if s, ok := kl.statusManager.GetPodStatus(pod.UID); ok {
 		oldStatus = s
 	}
+	if podIsTerminal {
+		kl.allocation.ClearResizeConditions(pod.UID)
+	}
 	s := podstatus.GenerateAPIPodStatus(pod, podStatus, podIsTerminal, kl.reasonCache, kl.nodeIPs, oldStatus,
-		podstatus.WithProbeResults(kl.probeManager))
+		podstatus.WithProbeResults(kl.probeManager),
+		podstatus.WithActuatedResources(func(name string) (v1.ResourceRequirements, bool) { return kl.actuated.Container(pod.UID, name) }),
+		podstatus.WithResizeConditions(kl.allocation.ResizeConditions(pod.UID)))
 	kl.applyActiveDeadline(pod, &s, oldStatus)
 	return s
 }
@@ -238,6 +255,11 @@ func (kl *Kubelet) HandlePodCleanups(ctx context.Context) error {
 		known[p.UID] = true
 	}
 	kl.statusManager.RemoveOrphanedStatuses(logger, known)
+	isKnown := func(uid types.UID) bool { return known[uid] }
+	kl.allocation.RemoveOrphans(logger, isKnown)
+	if err := kl.actuated.RemoveOrphans(isKnown); err != nil {
+		logger.Error(err, "Failed to remove the actuated resources of orphaned pods")
+	}
 	kl.probeManager.CleanupPods(known)
 
 	runtimePods, err := kl.runtime.GetPods(ctx, false)
@@ -331,4 +353,55 @@ func firstSeenTime(pod *v1.Pod) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// initializeActuatedPod records a pod's allocation as actuated when nothing is recorded for
+// it (its containers were created with it, or are yet to be).
+func (kl *Kubelet) initializeActuatedPod(logger klog.Logger, pod *v1.Pod) {
+	if _, ok := kl.actuated.Pod(pod.UID); ok {
+		return
+	}
+	if err := kl.actuated.SetPod(pod.UID, allocation.ResourcesOf(pod)); err != nil {
+		logger.Error(err, "Failed to initialize actuated pod resource info checkpoint", "pod", klog.KObj(pod))
+	}
+}
+
+// updateResizeInProgress sets PodResizeInProgress while a running container's actuated
+// resources differ from its allocation, and clears it, with a ResizeCompleted event, once
+// none does. It reports whether it cleared it.
+func (kl *Kubelet) updateResizeInProgress(logger klog.Logger, pod *v1.Pod, podStatus *container.PodStatus) bool {
+	running := func(name string) bool {
+		cs := podStatus.FindContainerStatusByName(name)
+		return cs != nil && cs.State == container.ContainerStateRunning
+	}
+	actuated := func(name string) (v1.ResourceRequirements, bool) { return kl.actuated.Container(pod.UID, name) }
+	if allocation.ResizeInProgress(pod, running, actuated) {
+		kl.allocation.SetResizeInProgress(pod.UID, "", "", pod.Generation)
+		return false
+	}
+	if generation, cleared := kl.allocation.ClearResizeInProgress(pod.UID); cleared {
+		kl.recorder.Event(pod, v1.EventTypeNormal, allocation.EventResizeCompleted, allocation.ResizeCompletedMessage(logger, pod, generation))
+		return true
+	}
+	return false
+}
+
+// handleResizeResults follows the runtime's resize: a failure is PodResizeInProgress with
+// reason Error (and a ResizeError event); a success may complete the resize. It reports
+// whether the resize completed.
+func (kl *Kubelet) handleResizeResults(logger klog.Logger, pod *v1.Pod, podStatus *container.PodStatus, result container.PodSyncResult) bool {
+	resized := false
+	for _, r := range result.SyncResults {
+		if r.Action != container.ResizePodInPlace {
+			continue
+		}
+		if r.Error != nil {
+			if generation, updated := kl.allocation.SetResizeInProgress(pod.UID, v1.PodReasonError, r.Message, pod.Generation); updated {
+				kl.recorder.Event(pod, v1.EventTypeWarning, allocation.EventResizeError, allocation.ResizeErrorMessage(logger, pod, generation, r.Message))
+			}
+			return false
+		}
+		resized = true
+	}
+	return resized && kl.updateResizeInProgress(logger, pod, podStatus)
 }

@@ -169,3 +169,48 @@ spec:
 		t.Errorf("ownership inside the container:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestNodeFSGroupSubPath: a subPath missing from an fsGroup emptyDir is created by the node
+// agent with the volume root's mode, the tmpfs root's sticky bit and the setgid bit
+// included, owned by root and the pod's group: the container (not root) sees
+// dgtrwxrwxrwx 0:123 and can write it, on both media.
+func TestNodeFSGroupSubPath(t *testing.T) {
+	t.Parallel()
+	c, _ := nodeCluster(t)
+	ns := c.newNamespace(t)
+	for _, tc := range []struct{ name, medium string }{{"tmpfs", "Memory"}, {"disk", ""}} {
+		c.mustIn(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: sub-%s}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1001, fsGroup: 123}
+  containers:
+  - name: c
+    image: %s
+    command: ["sh", "-c", "stat -c '%%A %%u %%g' /test-volume && touch /test-volume/f && stat -c %%g /test-volume/f && grep ' /test-volume ' /proc/mounts | cut -d' ' -f3"]
+    volumeMounts:
+    - {name: v, mountPath: /test-volume, subPath: test-sub}
+  volumes:
+  - {name: v, emptyDir: {medium: %q}}
+`, tc.name, busyboxImage(t), tc.medium), "apply", "-n", ns, "-f", "-")
+	}
+	for _, tc := range []struct{ name, want string }{
+		{"tmpfs", "drwxrwsrwt 0 123\n123\ntmpfs\n"},
+		{"disk", "drwxrwsrwx 0 123\n123\n"},
+	} {
+		phase := c.waitFor(t, ns, "pod/sub-"+tc.name, "{.status.phase}", "to end", func(v string) bool { return v == "Succeeded" || v == "Failed" })
+		got := c.must(t, "logs", "sub-"+tc.name, "-n", ns)
+		if phase != "Succeeded" {
+			t.Errorf("%s: the container failed; its output:\n%s", tc.name, got)
+			continue
+		}
+		if tc.name == "disk" {
+			// The disk medium's mount is the node's filesystem, whatever it is.
+			got = strings.Join(strings.SplitAfter(got, "\n")[:2], "")
+		}
+		if got != tc.want {
+			t.Errorf("%s: the subPath inside the container:\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ const (
 	CreatePodSandbox SyncAction = "CreatePodSandbox"
 	ConfigPodSandbox SyncAction = "ConfigPodSandbox"
 	KillPodSandbox   SyncAction = "KillPodSandbox"
+	ResizePodInPlace SyncAction = "ResizePodInPlace"
 )
 
 // The reasons a container waits, as users see them in its status.
@@ -38,6 +39,7 @@ var (
 	ErrImageInspect          = errors.New("ImageInspectError")
 	ErrImageNeverPull        = errors.New("ErrImageNeverPull")
 	ErrInvalidImageName      = errors.New("InvalidImageName")
+	ErrResizePodInPlace      = errors.New("ResizePodInPlaceError")
 	// ErrInternal is berth's: the pod's sync panicked (a bug of the node agent's, which the pod
 	// worker contained); the message has the panic.
 	ErrInternal = errors.New("InternalError")

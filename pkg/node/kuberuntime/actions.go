@@ -48,6 +48,12 @@ type podActions struct {
 	EphemeralContainersToStart []int
 	// ContainersToKill are running containers to stop before anything starts (step 3).
 	ContainersToKill map[container.ContainerID]containerToKill
+	// ContainersToUpdate are running containers resized in place (step 5), by resource, in
+	// the order of their updates.
+	ContainersToUpdate map[v1.ResourceName][]containerToUpdate
+	// UpdatePodResources says the pod's cgroup must follow its allocation (step 5): a
+	// container restarts for its resize, or starts with other resources than it ran with.
+	UpdatePodResources bool
 }
 
 func (p podActions) String() string {
@@ -55,8 +61,8 @@ func (p podActions) String() string {
 	for id, k := range p.ContainersToKill {
 		kill = append(kill, fmt.Sprintf("%s(%s): %s", k.name, id.ID, k.message))
 	}
-	return fmt.Sprintf("KillPod: %t, CreateSandbox: %t, SandboxID: %q, Attempt: %d, InitContainersToStart: %v, ContainersToStart: %v, EphemeralContainersToStart: %v, ContainersToKill: %v",
-		p.KillPod, p.CreateSandbox, p.SandboxID, p.Attempt, p.InitContainersToStart, p.ContainersToStart, p.EphemeralContainersToStart, kill)
+	return fmt.Sprintf("KillPod: %t, CreateSandbox: %t, SandboxID: %q, Attempt: %d, UpdatePodResources: %t, InitContainersToStart: %v, ContainersToStart: %v, EphemeralContainersToStart: %v, ContainersToUpdate: %v, ContainersToKill: %v",
+		p.KillPod, p.CreateSandbox, p.SandboxID, p.Attempt, p.UpdatePodResources, p.InitContainersToStart, p.ContainersToStart, p.EphemeralContainersToStart, p.ContainersToUpdate, kill)
 }
 
 // ProbeResult is a probe's verdict on a container.
@@ -94,9 +100,11 @@ func shouldRestartOnFailure(pod *v1.Pod) bool {
 }
 
 // computePodActions plans one SyncPod: whether the sandbox must be (re)created, which
-// running containers must be killed and why, and which init, app and ephemeral containers
-// to start. It is a pure function of the pod, its status in the runtime and the probes.
-func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeResults) podActions {
+// running containers must be killed and why, which are resized in place, and which init, app
+// and ephemeral containers to start. It is a pure function of the pod (with its allocated
+// resources), its status in the runtime, the probes and the containers' actuated resources
+// (nil: no resizing).
+func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeResults, actuated ActuatedLookup) podActions {
 	createSandbox, attempt, sandboxID := podSandboxChanged(pod, status)
 	changes := podActions{
 		KillPod:           createSandbox,
@@ -144,7 +152,7 @@ func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeRes
 		}
 	}
 
-	initialized := computeInitContainerActions(pod, status, probes, &changes)
+	initialized := computeInitContainerActions(pod, status, probes, actuated, &changes)
 	if changes.KillPod || !initialized {
 		return changes
 	}
@@ -178,6 +186,11 @@ func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeRes
 		case probeFailed(probes, ProbeResults.Startup, cs.ID):
 			message = fmt.Sprintf("Container %s failed startup probe", c.Name)
 			reason = reasonStartupProbe
+		case planResize(c, cs, actuated, &changes):
+			// Its resize policy restarts it, whatever the pod's restart policy.
+			changes.ContainersToKill[cs.ID] = containerToKill{spec: c, name: cs.Name, message: fmt.Sprintf("Container %s resize requires restart", c.Name)}
+			changes.ContainersToStart = append(changes.ContainersToStart, i)
+			continue
 		default:
 			keep++
 			continue
@@ -194,6 +207,11 @@ func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeRes
 	if keep == 0 && len(changes.ContainersToStart) == 0 {
 		changes.KillPod = true
 		changes.InitContainersToStart = nil
+		return changes
+	}
+	if !changes.UpdatePodResources {
+		changes.UpdatePodResources = startsResized(pod.Spec.InitContainers, changes.InitContainersToStart, actuated) ||
+			startsResized(pod.Spec.Containers, changes.ContainersToStart, actuated)
 	}
 	return changes
 }
@@ -205,7 +223,7 @@ func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeRes
 // sidecar restarts. The loop walks the init containers backwards, because the runtime may
 // have removed the completed ones: the last one with a status says how far initialization
 // got.
-func computeInitContainerActions(pod *v1.Pod, status *container.PodStatus, probes ProbeResults, changes *podActions) bool {
+func computeInitContainerActions(pod *v1.Pod, status *container.PodStatus, probes ProbeResults, actuated ActuatedLookup, changes *podActions) bool {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return true
@@ -265,6 +283,12 @@ func computeInitContainerActions(pod *v1.Pod, status *container.PodStatus, probe
 			if c.LivenessProbe != nil && probeFailed(probes, ProbeResults.Liveness, cs.ID) {
 				changes.ContainersToKill[cs.ID] = containerToKill{spec: c, name: c.Name, reason: reasonLivenessProbe,
 					message: fmt.Sprintf("Init container %s failed liveness probe", c.Name)}
+				toStart = append(toStart, i)
+				break
+			}
+			if planResize(c, cs, actuated, changes) {
+				changes.ContainersToKill[cs.ID] = containerToKill{spec: c, name: c.Name,
+					message: fmt.Sprintf("Container %s resize requires restart", c.Name)}
 				toStart = append(toStart, i)
 			}
 

@@ -556,7 +556,7 @@ func TestComputePodActions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status := tt.status(tt.pod).s
-			got := planOf(computePodActions(tt.pod.pod, status, tt.probes))
+			got := planOf(computePodActions(tt.pod.pod, status, tt.probes, nil))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("computePodActions() =\n  %+v\nwant\n  %+v", got, tt.want)
 			}
@@ -568,7 +568,7 @@ func TestComputePodActionsKillInfo(t *testing.T) {
 	p := newPod().containers("a")
 	s := statusOf(p).ready().running("a")
 	probes := fakeProbes{liveness: map[string]ProbeResult{"a": ProbeFailure}}
-	got := computePodActions(p.pod, s.s, probes)
+	got := computePodActions(p.pod, s.s, probes, nil)
 	for id, k := range got.ContainersToKill {
 		if id != s.s.ContainerStatuses[0].ID || k.reason != reasonLivenessProbe || k.spec != &p.pod.Spec.Containers[0] {
 			t.Errorf("kill %v = %+v, want the liveness reason and the container's spec", id, k)

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -304,4 +306,94 @@ func (ms cgroupMounts) set(cgroupPath string, r cgroupResources) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// get reads the limits of the cgroup at path: cpu.shares, the CFS quota and period (quota -1:
+// none) and the memory limit (an unlimited v1 limit reads as a huge number, v2's "max" as
+// math.MaxInt64), from the hierarchies that hold each controller.
+func (ms cgroupMounts) get(cgroupPath string) (cgroupResources, error) {
+	var r cgroupResources
+	read := func(dir, file string) (string, error) {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return "", fmt.Errorf("reading %s of cgroup %s: %w", file, cgroupPath, err)
+		}
+		return strings.TrimSpace(string(data)), nil
+	}
+	readInt := func(dir, file string) (int64, error) {
+		s, err := read(dir, file)
+		if err != nil {
+			return 0, err
+		}
+		if s == "max" {
+			return math.MaxInt64, nil
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing %s of cgroup %s: %w", file, cgroupPath, err)
+		}
+		return v, nil
+	}
+	for _, m := range ms {
+		dir := filepath.Join(m.dir, cgroupPath)
+		var err error
+		switch {
+		case m.v2:
+			var weight int64
+			if weight, err = readInt(dir, "cpu.weight"); err != nil {
+				return r, err
+			}
+			// The inverse of set's conversion.
+			r.cpuShares = 2 + ((weight-1)*262142)/9999
+			var max string
+			if max, err = read(dir, "cpu.max"); err != nil {
+				return r, err
+			}
+			quota, period, _ := strings.Cut(max, " ")
+			r.cpuQuota = -1
+			if quota != "max" {
+				r.cpuQuota, _ = strconv.ParseInt(quota, 10, 64)
+			}
+			r.cpuPeriod, _ = strconv.ParseInt(period, 10, 64)
+			if r.memoryLimit, err = readInt(dir, "memory.max"); err != nil {
+				return r, err
+			}
+		case m.hasController("cpu"):
+			if r.cpuShares, err = readInt(dir, "cpu.shares"); err != nil {
+				return r, err
+			}
+			if r.cpuQuota, err = readInt(dir, "cpu.cfs_quota_us"); err != nil {
+				return r, err
+			}
+			if r.cpuPeriod, err = readInt(dir, "cpu.cfs_period_us"); err != nil {
+				return r, err
+			}
+		case m.hasController("memory"):
+			if r.memoryLimit, err = readInt(dir, "memory.limit_in_bytes"); err != nil {
+				return r, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// memoryUsage is the memory the cgroup at path uses now.
+func (ms cgroupMounts) memoryUsage(cgroupPath string) (int64, error) {
+	for _, m := range ms {
+		file := ""
+		switch {
+		case m.v2:
+			file = "memory.current"
+		case m.hasController("memory"):
+			file = "memory.usage_in_bytes"
+		default:
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(m.dir, cgroupPath, file))
+		if err != nil {
+			return 0, fmt.Errorf("reading the memory usage of cgroup %s: %w", cgroupPath, err)
+		}
+		return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	}
+	return 0, errors.New("no memory cgroup hierarchy is mounted")
 }

@@ -77,6 +77,9 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sandboxC
 		return grpcMessage(err), container.ErrCreateContainer
 	}
 	m.recordContainerEvent(ctx, pod, c, id, v1.EventTypeNormal, eventCreated, "Container created")
+	if spec.ephemeral == nil {
+		m.recordActuated(ctx, pod, c.Name, c.Resources)
+	}
 
 	// Step 3: start the container.
 	if err := m.runtime.StartContainer(ctx, id); err != nil {

@@ -144,8 +144,30 @@ func FuzzComputePodActions(f *testing.F) {
 			results = nil
 		}
 
-		plan := computePodActions(pod, status, results)
+		// The resources the runtime applied: random, for some containers, or no record
+		// keeper at all.
+		var actuated ActuatedLookup
+		if b.bool() {
+			records := map[string]v1.ResourceRequirements{}
+			for _, c := range all {
+				if b.bool() {
+					var r v1.ResourceRequirements
+					filler.Fill(&r)
+					records[c.Name] = r
+				}
+			}
+			actuated = actuatedMap(records)
+		}
+
+		plan := computePodActions(pod, status, results, actuated)
 		_ = plan.String()
+		for name, list := range plan.ContainersToUpdate {
+			for _, u := range list {
+				if cs := status.FindContainerStatusByName(u.spec.Name); cs == nil || cs.ID != u.id || cs.State != container.ContainerStateRunning {
+					t.Errorf("resizes %s (%s) in place, which does not run as %v: %v", u.spec.Name, name, u.id, plan)
+				}
+			}
+		}
 		checkIndexes(t, "InitContainersToStart", plan.InitContainersToStart, len(pod.Spec.InitContainers))
 		checkIndexes(t, "ContainersToStart", plan.ContainersToStart, len(pod.Spec.Containers))
 		checkIndexes(t, "EphemeralContainersToStart", plan.EphemeralContainersToStart, len(pod.Spec.EphemeralContainers))

@@ -6,11 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -19,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/berth-cluster/berth/pkg/node/allocation"
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/kuberuntime"
 )
@@ -678,4 +681,127 @@ func runningPodFrom(t *testing.T, n *testNode, pod *v1.Pod) container.Pod {
 	}
 	t.Fatalf("pod %s not running", pod.Name)
 	return container.Pod{}
+}
+
+// TestResizeInPlace resizes a running pod's containers on a real containerd: their cgroups
+// and the pod's take the new values, nothing restarts, and the actuated record follows; a
+// memory change under a RestartContainer policy restarts that container only.
+func TestResizeInPlace(t *testing.T) {
+	n := newTestNode(t)
+	actuated, err := allocation.NewStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cfg.Actuated = actuated
+	n.m = n.newManager()
+	pod := testPod("resize")
+	a := n.busybox("a", "trap 'exit 0' TERM; while true; do sleep 0.1; done")
+	a.Resources = resources("cpu=20m", "lim:cpu=50m", "memory=32Mi", "lim:memory=64Mi")
+	b := n.busybox("b", "trap 'exit 0' TERM; while true; do sleep 0.1; done")
+	b.Resources = resources("memory=16Mi")
+	b.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	pod.Spec.Containers = []v1.Container{a, b}
+	bothRunning := func(s *container.PodStatus) bool {
+		for _, name := range []string{"a", "b"} {
+			if c := s.FindContainerStatusByName(name); c == nil || c.State != container.ContainerStateRunning {
+				return false
+			}
+		}
+		return true
+	}
+	n.sync(pod)
+	before := n.waitFor(pod, "both containers", bothRunning)
+	if r, ok := actuated.Container(pod.UID, "a"); !ok || !r.Limits.Cpu().Equal(resource.MustParse("50m")) {
+		t.Errorf("actuated at creation: %v %t", r, ok)
+	}
+
+	cgroupFile := func(controller, id, file string) string {
+		t.Helper()
+		dir := filepath.Join("/sys/fs/cgroup", controller, n.cfg.CgroupRoot, "kubepods/burstable", "pod"+string(pod.UID), id)
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	aID := before.FindContainerStatusByName("a").ID.ID
+
+	// a: cpu limit up, memory limit up, cpu request down; b: a cpu request added (in place).
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources = resources("cpu=10m", "lim:cpu=80m", "memory=32Mi", "lim:memory=96Mi")
+	resized.Spec.Containers[1].Resources = resources("cpu=30m", "memory=16Mi")
+	result := n.sync(resized)
+	found := false
+	for _, r := range result.SyncResults {
+		found = found || (r.Action == container.ResizePodInPlace && r.Error == nil)
+		if r.Action == container.KillContainer || r.Action == container.StartContainer {
+			t.Errorf("the resize did %s %v", r.Action, r.Target)
+		}
+	}
+	if !found {
+		t.Fatalf("no resize in %+v", result.SyncResults)
+	}
+	for file, want := range map[string]string{"cpu.cfs_quota_us": "8000", "cpu.shares": "10"} {
+		if got := cgroupFile("cpu", aID, file); got != want {
+			t.Errorf("a's %s = %s, want %s", file, got, want)
+		}
+	}
+	if got := cgroupFile("memory", aID, "memory.limit_in_bytes"); got != strconv.Itoa(96<<20) {
+		t.Errorf("a's memory limit = %s", got)
+	}
+	if got := cgroupFile("cpu", before.FindContainerStatusByName("b").ID.ID, "cpu.shares"); got != "30" {
+		t.Errorf("b's cpu.shares = %s, want 30", got)
+	}
+	// The pod's shares are the sum of the requests: 10m + 30m.
+	if got := cgroupFile("cpu", "", "cpu.shares"); got != "40" {
+		t.Errorf("the pod's cpu.shares = %s, want 40", got)
+	}
+	if r, _ := actuated.Container(pod.UID, "b"); !r.Requests.Cpu().Equal(resource.MustParse("30m")) || len(r.Limits) != 0 {
+		t.Errorf("b's actuated resources: %v", r)
+	}
+	after := n.status(pod)
+	for _, name := range []string{"a", "b"} {
+		if after.FindContainerStatusByName(name).ID != before.FindContainerStatusByName(name).ID {
+			t.Errorf("%s was replaced by the in-place resize", name)
+		}
+	}
+	// Nothing is left to do.
+	if result := n.sync(resized); len(result.SyncResults) != 0 {
+		t.Errorf("a second sync did %+v", result.SyncResults)
+	}
+
+	// b's memory request under RestartContainer: b restarts, a stays.
+	again := resized.DeepCopy()
+	again.Spec.Containers[1].Resources = resources("cpu=30m", "memory=24Mi")
+	n.sync(again)
+	s := n.waitFor(pod, "b to restart", func(s *container.PodStatus) bool {
+		c := s.FindContainerStatusByName("b")
+		return c != nil && c.State == container.ContainerStateRunning && c.RestartCount == 1
+	})
+	if s.FindContainerStatusByName("a").ID.ID != aID {
+		t.Error("a restarted for b's resize")
+	}
+	if !hasEvent(n.events(), "Normal Killing Container b resize requires restart") {
+		t.Error("no Killing event saying why b restarted")
+	}
+	if r, _ := actuated.Container(pod.UID, "b"); !r.Requests.Memory().Equal(resource.MustParse("24Mi")) {
+		t.Errorf("b's actuated resources after its restart: %v", r)
+	}
+}
+
+// resources is a ResourceRequirements from "cpu=20m", "lim:memory=50Mi" terms.
+func resources(terms ...string) v1.ResourceRequirements {
+	var r v1.ResourceRequirements
+	for _, t := range terms {
+		list := &r.Requests
+		if rest, ok := strings.CutPrefix(t, "lim:"); ok {
+			list, t = &r.Limits, rest
+		}
+		name, q, _ := strings.Cut(t, "=")
+		if *list == nil {
+			*list = v1.ResourceList{}
+		}
+		(*list)[v1.ResourceName(name)] = resource.MustParse(q)
+	}
+	return r
 }

@@ -1,10 +1,10 @@
 // Package kuberuntime is the node agent's container runtime: container.Runtime over the CRI.
 // It is the second half of seed 003 ("containerRuntime子模块的SyncPod函数真正完成pod内容器的
-// 创建") and all of seed 001: SyncPod in seven marked steps — 1 computePodActions (a pure
+// 创建") and all of seed 001: SyncPod in eight marked steps — 1 computePodActions (a pure
 // planner), 2 kill the sandbox if needed, 3 kill the containers that must not run, 4 create
 // the sandbox (RunPodSandbox: namespaces, cgroup parent, DNS, hostname, port mappings; the
-// runtime wires the network through CNI) and read its IP, 5 ephemeral, 6 init and
-// 7 app containers — where startContainer pulls the image (pkg/node/images), creates and
+// runtime wires the network through CNI) and read its IP, 5 resize running containers in
+// place, 6 ephemeral, 7 init and 8 app containers — where startContainer pulls the image (pkg/node/images), creates and
 // starts the container and runs its postStart hook. killContainer runs the preStop hook
 // within the grace period and stops the container. GetPodStatus and GetPods rebuild
 // everything from the runtime's labels and annotations, so a node agent restart loses
@@ -119,6 +119,10 @@ type Config struct {
 	// Probes are the prober's verdicts (liveness and startup kill containers); nil passes
 	// every probe.
 	Probes ProbeResults
+	// Actuated records the resources each container was created or last updated with, so
+	// that a running container is resized in place when its pod's allocation changes; nil
+	// resizes nothing.
+	Actuated ActuatedResources
 	// Clock is for tests; nil is the real clock.
 	Clock clock.Clock
 }

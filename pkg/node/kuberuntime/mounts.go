@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/volume"
+	"github.com/berth-cluster/berth/pkg/node/volume/subpath"
 )
 
 const etcHostsPath = "/etc/hosts"
@@ -43,7 +44,7 @@ func (m *Manager) makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			}
 		}
 		if subPath != "" {
-			if hostPath, err = resolveSubPath(hostPath, subPath); err != nil {
+			if hostPath, err = subpath.Prepare(hostPath, subPath); err != nil {
 				return nil, err
 			}
 		}
@@ -129,12 +130,13 @@ func (m *Manager) ensureEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {
 		return "", err
 	}
 	if vol.EmptyDir.Medium == v1.StorageMediumMemory {
+		// The tmpfs root is the kernel's 1777 (sticky, as /tmp), as the kubelet's is: a subPath
+		// created in it inherits that mode. Chmod-ing it would drop the sticky bit.
 		if err := m.mountTmpfs(dir, m.emptyDirMemorySize(pod, vol.EmptyDir)); err != nil {
 			return "", err
 		}
-	}
-	// Any user of any container may write it; chmod because of the umask.
-	if err := os.Chmod(dir, 0o777); err != nil {
+	} else if err := os.Chmod(dir, 0o777); err != nil {
+		// Any user of any container may write it; chmod because of the umask.
 		return "", err
 	}
 	return dir, volume.SetOwnership(dir, pod, false)
@@ -233,42 +235,6 @@ func expandSubPath(expr string, env map[string]string) (string, error) {
 		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
 	}
 	return out, nil
-}
-
-// resolveSubPath is the host path of a subPath of a volume, created (with the volume's
-// mode) when absent. It must stay inside the volume, even through symlinks that a
-// container may have planted there.
-func resolveSubPath(volumePath, subPath string) (string, error) {
-	if filepath.IsAbs(subPath) {
-		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", subPath)
-	}
-	for _, part := range strings.Split(filepath.ToSlash(subPath), "/") {
-		if part == ".." {
-			return "", fmt.Errorf("error SubPath `%s` must not contain '..'", subPath)
-		}
-	}
-	path := filepath.Join(volumePath, subPath)
-	if _, err := os.Lstat(path); os.IsNotExist(err) {
-		info, err := os.Stat(volumePath)
-		if err != nil {
-			return "", err
-		}
-		if err := os.MkdirAll(path, info.Mode().Perm()); err != nil {
-			return "", fmt.Errorf("creating subPath %s: %w", subPath, err)
-		}
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", err
-	}
-	base, err := filepath.EvalSymlinks(volumePath)
-	if err != nil {
-		return "", err
-	}
-	if real != base && !strings.HasPrefix(real, base+string(filepath.Separator)) {
-		return "", fmt.Errorf("subpath %q not within volume path %q", real, base)
-	}
-	return real, nil
 }
 
 // ensureHostsFile writes the pod's managed /etc/hosts: localhost, the pod's own name at its

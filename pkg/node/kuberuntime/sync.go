@@ -22,9 +22,10 @@ import (
 //  2. kill the pod (its containers and sandbox) if its sandbox must change;
 //  3. kill the containers that must not run;
 //  4. create the sandbox if needed, and read its IPs;
-//  5. start the ephemeral containers;
-//  6. start the next init container(s);
-//  7. start the app containers.
+//  5. resize the pod and its running containers in place (resize.go);
+//  6. start the ephemeral containers;
+//  7. start the next init container(s);
+//  8. start the app containers.
 //
 // backOff holds the crash-loop back-off of exited containers (10 s doubling to 5 min):
 // a container in back-off is not restarted and its result is ErrCrashLoopBackOff.
@@ -36,7 +37,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 	}
 
 	// Step 1: compute the sandbox and container changes.
-	changes := computePodActions(pod, podStatus, m.cfg.Probes)
+	changes := computePodActions(pod, podStatus, m.cfg.Probes, m.actuatedLookup(pod.UID))
 	logger.V(3).Info("computePodActions got for pod", "podActions", changes)
 	if changes.CreateSandbox && changes.SandboxID != "" {
 		m.recordPodEvent(ctx, pod, v1.EventTypeNormal, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
@@ -105,6 +106,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 		logger.V(4).Info("Created PodSandbox for pod", "podSandboxID", id, "podIPs", podIPs)
 	}
 
+	// Step 5: resize the pod and its running containers to the pod's allocated resources.
+	if len(changes.ContainersToUpdate) > 0 || changes.UpdatePodResources {
+		result.AddSyncResult(m.doPodResizeAction(ctx, pod, changes))
+	}
+
 	if len(changes.EphemeralContainersToStart)+len(changes.InitContainersToStart)+len(changes.ContainersToStart) == 0 {
 		return result
 	}
@@ -146,13 +152,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 		return nil
 	}
 
-	// Step 5: start the ephemeral containers (before the init containers, so that one can
+	// Step 6: start the ephemeral containers (before the init containers, so that one can
 	// debug a pod whose initialization fails).
 	for _, i := range changes.EphemeralContainersToStart {
 		_ = start("ephemeral container", ephemeralStartSpec(&pod.Spec.EphemeralContainers[i]))
 	}
 
-	// Step 6: start the init containers: the next regular one, and the sidecars.
+	// Step 7: start the init containers: the next regular one, and the sidecars.
 	for _, i := range changes.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		if err := start("init container", containerStartSpec(c)); err != nil {
@@ -165,7 +171,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 		logger.V(4).Info("Completed init container for pod", "containerName", c.Name)
 	}
 
-	// Step 7: start the app containers.
+	// Step 8: start the app containers.
 	for _, i := range changes.ContainersToStart {
 		_ = start("container", containerStartSpec(&pod.Spec.Containers[i]))
 	}

@@ -36,14 +36,19 @@ const (
 	msgNoIPAddress          = "pod sandbox has no IP address"
 )
 
-// ownedConditions are the pod conditions the node agent sets on every status it generates.
-var ownedConditions = []v1.PodConditionType{
+// generatedConditions are the pod conditions the node agent sets on every status it
+// generates.
+var generatedConditions = []v1.PodConditionType{
 	v1.PodReadyToStartContainers,
 	v1.PodInitialized,
 	v1.PodReady,
 	v1.ContainersReady,
 	v1.PodScheduled,
 }
+
+// ownedConditions are those and the resize conditions, which a status has while a resize is
+// pending or in progress: absent from the node agent's status, they are gone.
+var ownedConditions = append([]v1.PodConditionType{v1.PodResizePending, v1.PodResizeInProgress}, generatedConditions...)
 
 // IsOwnedCondition reports a condition type the node agent generates (the kubelet's
 // PodConditionByKubelet). Other types belong to whoever set them and are kept as they are.
@@ -57,7 +62,8 @@ func IsOwnedCondition(t v1.PodConditionType) bool {
 }
 
 // transitionTracked are the condition types whose lastTransitionTime the node agent keeps.
-var transitionTracked = append([]v1.PodConditionType{v1.DisruptionTarget}, ownedConditions...)
+// (The resize conditions carry their own, which move when their reason does.)
+var transitionTracked = append([]v1.PodConditionType{v1.DisruptionTarget}, generatedConditions...)
 
 // UpdateLastTransitionTimes gives each condition the node agent tracks its lastTransitionTime:
 // the old condition's time when its status did not change, else the time already set, else

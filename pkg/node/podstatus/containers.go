@@ -185,6 +185,12 @@ func (g *generator) convert(cs *container.Status, spec *v1.Container, old *v1.Co
 	if len(spec.Resources.Requests) > 0 {
 		s.AllocatedResources = spec.Resources.Requests.DeepCopy()
 	}
+	if cs.State == container.ContainerStateRunning && g.opts.actuated != nil {
+		// A running container has the resources it runs with.
+		if r, ok := g.opts.actuated(spec.Name); ok {
+			s.Resources = r.DeepCopy()
+		}
+	}
 	if old != nil {
 		// Restart counts never go down, and a container replaced by a new one keeps the old
 		// one's end as its last state, even when the runtime removed the old one.

@@ -2,8 +2,9 @@
 // kubelet's generateAPIPodStatus, which syncPod (seed 003, "同步 podStatus 到
 // kubelet.statusManager") calls before and after the runtime's SyncPod. It computes the
 // container statuses (waiting with the reason the last start failed, running, terminated,
-// the last state), the phase (getPhase), the conditions (PodReadyToStartContainers,
-// Initialized, ContainersReady, Ready, PodScheduled), the IPs, the start time and the QoS
+// the last state, the resources), the phase (getPhase), the conditions
+// (PodReadyToStartContainers, Initialized, ContainersReady, Ready, PodScheduled, and the
+// resize conditions the caller gives), the IPs, the start time and the QoS
 // class. It does no I/O of its own (a container's log is read only through a function the
 // caller gives) and keeps no state but the ReasonCache that SyncPod's results fill.
 package podstatus
@@ -39,10 +40,12 @@ type ProbeResults interface {
 type Option func(*options)
 
 type options struct {
-	ctx    context.Context
-	clock  clock.PassiveClock
-	logs   ContainerLogsFunc
-	probes ProbeResults
+	ctx      context.Context
+	clock    clock.PassiveClock
+	logs     ContainerLogsFunc
+	probes   ProbeResults
+	actuated func(name string) (v1.ResourceRequirements, bool)
+	resize   []v1.PodCondition
 }
 
 // WithContext gives the context for logging and for reading logs.
@@ -57,6 +60,17 @@ func WithContainerLogs(f ContainerLogsFunc) Option { return func(o *options) { o
 
 // WithProbeResults makes readiness and startup follow the probes.
 func WithProbeResults(p ProbeResults) Option { return func(o *options) { o.probes = p } }
+
+// WithActuatedResources gives a running container's status the resources the runtime was
+// last told to apply to it (which lag its allocated ones while a resize is in progress);
+// without it, or for a container without a record, the status shows the allocated ones.
+func WithActuatedResources(f func(name string) (v1.ResourceRequirements, bool)) Option {
+	return func(o *options) { o.actuated = f }
+}
+
+// WithResizeConditions adds the pod's PodResizePending and PodResizeInProgress conditions,
+// which the allocation manager keeps.
+func WithResizeConditions(c []v1.PodCondition) Option { return func(o *options) { o.resize = c } }
 
 type generator struct {
 	pod       *v1.Pod
@@ -157,6 +171,8 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, podIsTerm
 		v1.PodCondition{Type: v1.PodScheduled, ObservedGeneration: pod.Generation, Status: v1.ConditionTrue},
 	)
 	UpdateLastTransitionTimes(&s, &oldStatus, now)
+	// The resize conditions come with their own times.
+	s.Conditions = append(s.Conditions, g.opts.resize...)
 
 	// The node's IPs; a host-network pod has them as its own.
 	if len(nodeIPs) > 0 {

@@ -459,3 +459,38 @@ func TestStableAcrossCalls(t *testing.T) {
 		t.Fatalf("ephemeral = %+v", d)
 	}
 }
+
+// During a resize a running container shows the resources it runs with and the allocated
+// requests; one that does not run shows the allocated ones; the resize conditions come as
+// given, and a stale one of the API's does not stay.
+func TestResizeStatus(t *testing.T) {
+	allocated := v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("25m")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("35m")},
+	}
+	running := v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("20m")}}
+	pod := makePod("p").containers("a", "b").with(func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources = allocated
+		p.Spec.Containers[1].Resources = allocated
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred}}
+	}).obj()
+	rt := runtimeOf(pod).running("a").exited("b", 1)
+	inProgress := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: 2,
+		LastTransitionTime: metav1.NewTime(t0)}
+	s := GenerateAPIPodStatus(pod, rt.obj(), false, NewReasonCache(), nodeIP, v1.PodStatus{},
+		WithActuatedResources(func(name string) (v1.ResourceRequirements, bool) { return running, true }),
+		WithResizeConditions([]v1.PodCondition{inProgress}))
+	a, b := findCS(t, s.ContainerStatuses, "a"), findCS(t, s.ContainerStatuses, "b")
+	if !apiequality.Semantic.DeepEqual(*a.Resources, running) || !apiequality.Semantic.DeepEqual(a.AllocatedResources, allocated.Requests) {
+		t.Errorf("running a: resources %v, allocated %v", a.Resources, a.AllocatedResources)
+	}
+	if !apiequality.Semantic.DeepEqual(*b.Resources, allocated) {
+		t.Errorf("exited b: resources %v", b.Resources)
+	}
+	if c := cond(s, v1.PodResizeInProgress); c == nil || c.ObservedGeneration != 2 || !c.LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("PodResizeInProgress = %+v", c)
+	}
+	if c := cond(s, v1.PodResizePending); c != nil {
+		t.Errorf("the API's stale PodResizePending stayed: %+v", c)
+	}
+}

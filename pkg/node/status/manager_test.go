@@ -307,6 +307,36 @@ func TestOthersConditionsArePreserved(t *testing.T) {
 	}
 }
 
+// The resize conditions are the node agent's: written while it has them, at each new
+// generation, and removed from the API's status once it has them no more.
+func TestResizeConditionsFollowTheNodeAgent(t *testing.T) {
+	pod := makePod("p", "a")
+	e := newEnv(t, pod)
+	st := runningPodStatus(pod)
+	inProgress := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: 2}
+	st.Conditions = append(st.Conditions, inProgress)
+	e.m.SetPodStatus(e.logger, pod, st)
+	e.sync(false)
+	if c := findCondition(e.apiPod(t, "p").Status.Conditions, v1.PodResizeInProgress); c == nil || c.ObservedGeneration != 2 {
+		t.Fatalf("PodResizeInProgress not written: %+v", c)
+	}
+	// Only the generation moves: still a change to write.
+	st.Conditions[len(st.Conditions)-1].ObservedGeneration = 3
+	e.m.SetPodStatus(e.logger, pod, st)
+	e.sync(false)
+	if c := findCondition(e.apiPod(t, "p").Status.Conditions, v1.PodResizeInProgress); c == nil || c.ObservedGeneration != 3 {
+		t.Fatalf("the new generation was not written: %+v", c)
+	}
+	// The resize completed.
+	e.m.SetPodStatus(e.logger, pod, runningPodStatus(pod))
+	if patches, _ := e.sync(false); len(patches) != 1 {
+		t.Fatalf("want one patch, got %d", len(patches))
+	}
+	if c := findCondition(e.apiPod(t, "p").Status.Conditions, v1.PodResizeInProgress); c != nil {
+		t.Fatalf("PodResizeInProgress stayed in the API: %+v", c)
+	}
+}
+
 func TestTerminalPhaseIsKept(t *testing.T) {
 	pod := makePod("p", "a")
 	pod.Status.Phase = v1.PodSucceeded

@@ -45,8 +45,8 @@ func keepOthersFields(dst, src *v1.PodStatus) {
 }
 
 // statusEqual reports whether two statuses are the same as far as the node agent is concerned:
-// its conditions agree in status, reason and message (not in times), and every other field it
-// sets is equal.
+// its conditions agree in status, reason, message and generation (not in times), and every
+// other field it sets is equal.
 func statusEqual(a, b *v1.PodStatus) bool {
 	conds := func(s *v1.PodStatus) map[v1.PodConditionType]v1.PodCondition {
 		m := map[v1.PodConditionType]v1.PodCondition{}
@@ -63,7 +63,7 @@ func statusEqual(a, b *v1.PodStatus) bool {
 	}
 	for t, x := range ca {
 		y, ok := cb[t]
-		if !ok || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message {
+		if !ok || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
 			return false
 		}
 	}
@@ -193,8 +193,8 @@ func mergePodStatus(pod *v1.Pod, api, local v1.PodStatus, couldHaveRunningContai
 		merged.Phase, merged.Reason, merged.Message = api.Phase, api.Reason, api.Message
 	}
 
-	// Conditions, in the API's order: ours replace theirs, the rest stay; ours that are new
-	// follow.
+	// Conditions, in the API's order: ours replace theirs, the rest stay (but a resize
+	// condition we no longer have: the resize is over); ours that are new follow.
 	ours := map[v1.PodConditionType]v1.PodCondition{}
 	var order []v1.PodConditionType
 	for _, c := range local.Conditions {
@@ -217,6 +217,8 @@ func mergePodStatus(pod *v1.Pod, api, local v1.PodStatus, couldHaveRunningContai
 		if o, ok := ours[c.Type]; ok {
 			c = o
 			delete(ours, c.Type)
+		} else if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			continue
 		}
 		merged.Conditions = append(merged.Conditions, c)
 	}

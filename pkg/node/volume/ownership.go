@@ -48,7 +48,9 @@ func SetOwnership(dir string, pod *v1.Pod, readOnly bool) error {
 		if err != nil {
 			return err
 		}
-		mode := info.Mode()&(fs.ModePerm|fs.ModeSetgid) | mask
+		// Every bit the file has stays (a tmpfs root's sticky bit too), as the kubelet's
+		// chmod keeps them; the group's bits are only added.
+		mode := info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) | mask
 		if info.IsDir() {
 			mode |= fs.ModeSetgid | 0o110
 		}

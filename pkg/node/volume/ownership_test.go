@@ -51,3 +51,24 @@ func TestSetOwnership(t *testing.T) {
 		t.Errorf("no fsGroup: %v", err)
 	}
 }
+
+// A tmpfs emptyDir's root is 1777: the sticky bit stays, and setgid joins it (dgtrwxrwxrwx,
+// what a subPath made in it then inherits).
+func TestSetOwnershipKeepsSpecialBits(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	group := int64(123)
+	pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{FSGroup: &group}}}
+	if err := SetOwnership(dir, pod, false); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode().String(); got != "dgtrwxrwxrwx" {
+		t.Errorf("mode %s, want dgtrwxrwxrwx", got)
+	}
+}
