@@ -21,8 +21,8 @@ import (
 // The suite's images, built offline under the names `e2e.test --list-images` prints, each
 // as close to upstream's as these machines allow:
 //
-//   - busybox: the machine's static busybox (Debian's 1.35; upstream's is 1.36/1.37),
-//     with an applet link for each applet, as upstream's image has;
+//   - busybox: upstream's busybox 1.37.0, built static by hack/conformance.sh, with an applet
+//     link for each applet, as upstream's image has;
 //   - agnhost, nonroot, nonewprivs, nginx, glibc-dns-testing: a Debian bookworm root file
 //     system (debootstrap, with the tools upstream's images add: dnsutils, curl, netcat,
 //     iproute2, socat, nginx) and the upstream binaries built from k8s.io/kubernetes
