@@ -58,6 +58,12 @@ func TestExtender(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, c.Client)
 	createNodes(t, ctx, c.Client, node("vetoed", "8").Obj(), node("plain", "8").Obj(), node("favourite", "8").Obj())
+	// A pod pinned to the node created last is bound only once the scheduler has seen every
+	// node; judging the extender before that races the scheduler's informer.
+	createPod(t, ctx, c.Client, ns, st.MakePod().Name("warm-up").NodeSelector(map[string]string{v1.LabelHostname: "favourite"}).Obj())
+	if got := waitForNode(t, ctx, c.Client, ns, "warm-up", 10*time.Second); got != "favourite" {
+		t.Fatalf("pod warm-up on %q, want favourite", got)
+	}
 	for _, name := range []string{"a", "b", "c"} {
 		createPod(t, ctx, c.Client, ns, st.MakePod().Name(name).Obj())
 		if got := waitForNode(t, ctx, c.Client, ns, name, 10*time.Second); got != "favourite" {
