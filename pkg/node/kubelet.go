@@ -140,8 +140,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 
 	forever("nodestatus", kl.nodeStatus.Run)
 	if kl.ownServices {
-		// Not under panics.Forever: an informer runs only once, and its goroutines recover
-		// their own panics (pkg/util/panics).
+		// Not under panics.Forever: an informer runs only once; Run recovers a panic itself.
 		wg.Go(func() { kl.services.Run(ctx) })
 	}
 	every("runtime-check", runtimeCheckPeriod, kl.updateRuntimeUp)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // defaultSyncWait bounds how long a container's start waits for the first list of Services.
@@ -58,9 +59,14 @@ func NewServices(client kubernetes.Interface) *Services {
 	return s
 }
 
-// Run runs the informer until ctx ends.
+// Run runs the informer until ctx ends. A panic inside it is recovered and counted
+// (berth_recovered_panics_total{component="services"}) rather than ending the process; an
+// informer cannot run twice, so the node's pods then keep the Services last listed.
 func (s *Services) Run(ctx context.Context) {
-	s.informer.RunWithContext(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("informer", "services")))
+	_ = panics.Call(ctx, "services", func() error {
+		s.informer.RunWithContext(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("informer", "services")))
+		return nil
+	})
 }
 
 // watchError notes an API server without services; other errors are the reflector's usual.
