@@ -66,8 +66,10 @@ func rootCACmd(args []string) error {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	inf := f.Core().V1().Namespaces().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { go publish(obj) },
-		UpdateFunc: func(_, obj any) { go publish(obj) },
+		// In the handler itself, not a goroutine of its own: the informer serializes them,
+		// recovers their panics, and stops them with f.Shutdown.
+		AddFunc:    publish,
+		UpdateFunc: func(_, obj any) { publish(obj) },
 	}); err != nil {
 		return err
 	}
