@@ -66,8 +66,8 @@ func rootCACmd(args []string) error {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	inf := f.Core().V1().Namespaces().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		// In the handler itself, not a goroutine of its own: the informer serializes them,
-		// recovers their panics, and stops them with f.Shutdown.
+		// In the handler itself, not a goroutine of its own: the informer serializes
+		// handlers and f.Shutdown waits for them.
 		AddFunc:    publish,
 		UpdateFunc: func(_, obj any) { publish(obj) },
 	}); err != nil {
