@@ -122,15 +122,7 @@ func TestPriority(t *testing.T) {
 
 func TestServiceAccount(t *testing.T) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "ns"}}
-	client := fake.NewClientset(sa)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	p := &serviceAccount{Handler: admission.NewHandler(admission.Create)}
-	p.SetExternalKubeInformerFactory(factory)
-	p.SetExternalKubeClientSet(client)
-	stop := make(chan struct{})
-	defer close(stop)
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
+	p := newTestServiceAccount(t, sa)
 
 	pod := newPod(nil)
 	if err := p.Admit(context.Background(), podAttributes(pod, admission.Create), nil); err != nil {
