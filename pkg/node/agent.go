@@ -49,6 +49,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
 	"github.com/berth-cluster/berth/pkg/node/sysctl"
+	"github.com/berth-cluster/berth/pkg/node/token"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
 	"github.com/berth-cluster/berth/pkg/util/panics"
@@ -241,6 +242,9 @@ type Dependencies struct {
 	// Services are the cluster's Services for the containers' service variables, run by the
 	// caller (berth sim shares one among its nodes); nil: Kubelet.Run runs its own.
 	Services *envvars.Services
+	// Tokens are the service-account tokens of the node's projected volumes, run by the
+	// caller (a test that moves the manager's clock); nil: the node agent's own.
+	Tokens *token.Manager
 	// MachineInfo describes the node; nil reads this machine.
 	MachineInfo func() (*nodestatus.MachineInfo, error)
 	// Simulated says the runtime runs nothing on this machine (berth's in-memory runtime):
@@ -309,7 +313,11 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	if kl.ownServices {
 		kl.services = envvars.NewServices(client)
 	}
-	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, func() v1.ResourceList { return allocatable })
+	kl.tokens, kl.ownTokens = deps.Tokens, deps.Tokens == nil
+	if kl.ownTokens {
+		kl.tokens = token.NewManager(client, clk)
+	}
+	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, kl.tokens, func() v1.ResourceList { return allocatable })
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so
 	// that a restart resumes both.
 	allocated, actuated := openResourceStores(ctx, cfg.DataDir)

@@ -48,6 +48,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
 	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
+	"github.com/berth-cluster/berth/pkg/node/token"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 	"github.com/berth-cluster/berth/pkg/node/volume"
 	"github.com/berth-cluster/berth/pkg/util/panics"
@@ -78,7 +79,11 @@ type Kubelet struct {
 	statusManager status.Manager
 	probeManager  *prober.Manager
 	volumeManager *volume.Manager
-	imageGC       *images.GCManager
+	// tokens are the projected volumes' service-account tokens; ownTokens: Run runs its
+	// clean-up.
+	tokens    *token.Manager
+	ownTokens bool
+	imageGC   *images.GCManager
 	// imageList is the node's images for its status, refreshed every 30 s.
 	imageList *images.List
 	// services feed the containers' service variables; ownServices: Run runs the informer
@@ -150,6 +155,9 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	kl.containerDeletor = newPodContainerDeletor(minDeadContainerInPod)
 	forever("container-deletor", func(ctx context.Context) { kl.containerDeletor.run(ctx, kl.runtime) })
 	every("container-gc", containerGCPeriod, kl.garbageCollect)
+	if kl.ownTokens {
+		forever("token-manager", kl.tokens.Run)
+	}
 	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
 	forever("allocation", func(ctx context.Context) { kl.allocation.Run(ctx, kl.syncResizedPod) })
 	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)
@@ -432,6 +440,7 @@ func (kl *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		kl.podManager.RemovePod(pod)
 		kl.probeManager.RemovePod(pod)
+		kl.tokens.DeleteServiceAccountToken(pod.UID)
 		if kubetypes.IsMirrorPod(pod) {
 			kl.handleMirrorPod(ctx, pod, start)
 			continue

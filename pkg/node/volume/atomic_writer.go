@@ -6,13 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// FileProjection is one file of a volume: its contents and mode.
+// FileProjection is one file of a volume: its contents, mode and, for a token, its owner.
 type FileProjection struct {
 	Data []byte
 	Mode int32
+	// FsUser, when set, owns the file (and its visible symlink).
+	FsUser *int64
 }
 
 // dataDirName is the symlink to the current version of a volume's files; the files the
@@ -53,6 +56,11 @@ func writePayload(dir string, payload map[string]FileProjection) error {
 		if err := os.Chmod(full, os.FileMode(f.Mode)); err != nil {
 			return err
 		}
+		if f.FsUser != nil {
+			if err := os.Lchown(full, int(*f.FsUser), -1); err != nil {
+				return err
+			}
+		}
 	}
 	if err := os.Chmod(ts, 0o755); err != nil {
 		return err
@@ -72,11 +80,15 @@ func writePayload(dir string, payload map[string]FileProjection) error {
 	}
 	for name := range top {
 		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); err == nil {
-			continue
+		if _, err := os.Lstat(link); err != nil {
+			if err := os.Symlink(filepath.Join(dataDirName, name), link); err != nil {
+				return err
+			}
 		}
-		if err := os.Symlink(filepath.Join(dataDirName, name), link); err != nil {
-			return err
+		if f, ok := payload[name]; ok && f.FsUser != nil {
+			if err := os.Lchown(link, int(*f.FsUser), -1); err != nil {
+				return err
+			}
 		}
 	}
 	entries, err := os.ReadDir(dir)
@@ -114,6 +126,9 @@ func sameContents(dir string, payload map[string]FileProjection) bool {
 		info, err := d.Info()
 		if err != nil || info.Mode().Perm() != os.FileMode(f.Mode).Perm() {
 			return errors.New("mode differs")
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); f.FsUser != nil && (!ok || int64(st.Uid) != *f.FsUser) {
+			return errors.New("owner differs")
 		}
 		data, err := os.ReadFile(path)
 		if err != nil || string(data) != string(f.Data) {

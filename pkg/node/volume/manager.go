@@ -1,8 +1,10 @@
 // Package volume sets up the pod volumes whose contents come from the API: configMap, secret,
-// downwardAPI and projected (seed 000's volumeManager, for these plugins). A volume is written
-// when a container that mounts it is created, and rewritten every resync period while its pod
-// runs, so that changes to a ConfigMap or Secret reach the files; each write swaps the whole
-// volume at once through a "..data" symlink. Secrets live on tmpfs, never on disk.
+// downwardAPI and projected (seed 000's volumeManager, for these plugins), the projected
+// volume's serviceAccountToken sources included (tokens from pkg/node/token). A volume is
+// written when a container that mounts it is created, and rewritten every resync period while
+// its pod runs, so that changes to a ConfigMap or Secret, and renewed tokens, reach the files;
+// each write swaps the whole volume at once through a "..data" symlink. Secrets and tokens
+// live on tmpfs, never on disk.
 package volume
 
 import (
@@ -15,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,10 +36,19 @@ type ObjectGetter interface {
 	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
+// TokenGetter gets the bound service-account tokens of serviceAccountToken sources and
+// forgets a pod's (pkg/node/token's Manager). It answers a cached token until the token needs
+// renewing, so the resync may ask every period.
+type TokenGetter interface {
+	GetServiceAccountToken(ctx context.Context, namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	DeleteServiceAccountToken(podUID types.UID)
+}
+
 // Manager writes the API-backed volumes of pods under RootDir/pods/<uid>/volumes.
 type Manager struct {
 	podsDir     string
 	objects     ObjectGetter
+	tokens      TokenGetter
 	allocatable func() v1.ResourceList
 
 	mu sync.Mutex
@@ -46,8 +58,8 @@ type Manager struct {
 
 // NewManager returns a Manager for the pods under podsDir; allocatable answers the
 // downward API's limits of a container that sets none.
-func NewManager(podsDir string, objects ObjectGetter, allocatable func() v1.ResourceList) *Manager {
-	return &Manager{podsDir: podsDir, objects: objects, allocatable: allocatable, pods: map[types.UID]*v1.Pod{}}
+func NewManager(podsDir string, objects ObjectGetter, tokens TokenGetter, allocatable func() v1.ResourceList) *Manager {
+	return &Manager{podsDir: podsDir, objects: objects, tokens: tokens, allocatable: allocatable, pods: map[types.UID]*v1.Pod{}}
 }
 
 // The kubelet's directory names of the volume plugins, under a pod's volumes directory.
@@ -151,31 +163,39 @@ func (m *Manager) Run(ctx context.Context, active func(types.UID) bool) {
 			return
 		case <-t.C:
 		}
-		m.mu.Lock()
-		pods := make([]*v1.Pod, 0, len(m.pods))
-		for uid, pod := range m.pods {
-			if active(uid) {
-				pods = append(pods, pod)
-			} else {
-				delete(m.pods, uid)
-			}
+		m.resync(ctx, active)
+	}
+}
+
+// resync rewrites the volumes of the active pods once and forgets the others.
+func (m *Manager) resync(ctx context.Context, active func(types.UID) bool) {
+	m.mu.Lock()
+	pods := make([]*v1.Pod, 0, len(m.pods))
+	for uid, pod := range m.pods {
+		if active(uid) {
+			pods = append(pods, pod)
+		} else {
+			// Its containers are gone: so is its need for tokens (the kubelet drops them
+			// when it tears the projected volume down).
+			delete(m.pods, uid)
+			m.tokens.DeleteServiceAccountToken(uid)
 		}
-		m.mu.Unlock()
-		for _, pod := range pods {
-			for i := range pod.Spec.Volumes {
-				vol := &pod.Spec.Volumes[i]
-				plugin := pluginDir(vol)
-				if plugin == "" {
-					continue
-				}
-				dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), plugin, vol.Name)
-				if _, err := os.Stat(dir); err != nil {
-					continue // no container mounted it yet
-				}
-				// A fault in one volume's refresh is that volume's: logged, tried next period.
-				if err := panics.Call(ctx, Component, func() error { return m.setUp(ctx, pod, vol, dir) }); err != nil {
-					klog.FromContext(ctx).V(2).Info("Refreshing a volume failed", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
-				}
+	}
+	m.mu.Unlock()
+	for _, pod := range pods {
+		for i := range pod.Spec.Volumes {
+			vol := &pod.Spec.Volumes[i]
+			plugin := pluginDir(vol)
+			if plugin == "" {
+				continue
+			}
+			dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), plugin, vol.Name)
+			if _, err := os.Stat(dir); err != nil {
+				continue // no container mounted it yet
+			}
+			// A fault in one volume's refresh is that volume's: logged, tried next period.
+			if err := panics.Call(ctx, Component, func() error { return m.setUp(ctx, pod, vol, dir) }); err != nil {
+				klog.FromContext(ctx).V(2).Info("Refreshing a volume failed", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
 			}
 		}
 	}
@@ -304,7 +324,7 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, p *v1.Proje
 		case s.DownwardAPI != nil:
 			files, err = m.downwardAPIPayload(pod, s.DownwardAPI.Items, defaultMode)
 		case s.ServiceAccountToken != nil:
-			err = errors.New("serviceAccountToken projections need the TokenRequest API (serviceaccounts/token), which berth's API server does not serve yet")
+			files, err = m.tokenPayload(ctx, pod, s.ServiceAccountToken, defaultMode)
 		default:
 			err = errors.New("this projected volume source is not supported by berth's node agent")
 		}
@@ -316,6 +336,68 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, p *v1.Proje
 		}
 	}
 	return out, nil
+}
+
+// tokenPayload is a serviceAccountToken source's file: a token of the pod's service account
+// bound to the pod. When the pod's containers all run as one user, the file is that user's;
+// with that user or an fsGroup it is 0600 (SetOwnership then adds the group's read), as the
+// kubelet writes it, so that a token is not readable by every user of the container.
+func (m *Manager) tokenPayload(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection, defaultMode int32) (map[string]FileProjection, error) {
+	fsUser := fsUserOf(pod)
+	mode := defaultMode
+	if fsUser != nil || (pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.FSGroup != nil) {
+		mode = 0o600
+	}
+	var audiences []string
+	if src.Audience != "" {
+		audiences = []string{src.Audience}
+	}
+	tr, err := m.tokens.GetServiceAccountToken(ctx, pod.Namespace, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         audiences,
+			ExpirationSeconds: src.ExpirationSeconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]FileProjection{src.Path: {Data: []byte(tr.Status.Token), Mode: mode, FsUser: fsUser}}, nil
+}
+
+// fsUserOf is the one user every container of the pod runs as (its own runAsUser, else the
+// pod's), or nil when one of them names none or two differ: the kubelet's FsUserFrom.
+func fsUserOf(pod *v1.Pod) *int64 {
+	var user *int64
+	same := true
+	visit := func(sc *v1.SecurityContext) {
+		var u *int64
+		if sc != nil && sc.RunAsUser != nil {
+			u = sc.RunAsUser
+		} else if pod.Spec.SecurityContext != nil {
+			u = pod.Spec.SecurityContext.RunAsUser
+		}
+		switch {
+		case u == nil || (user != nil && *user != *u):
+			same = false
+		case user == nil:
+			user = u
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		visit(pod.Spec.InitContainers[i].SecurityContext)
+	}
+	for i := range pod.Spec.Containers {
+		visit(pod.Spec.Containers[i].SecurityContext)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		visit(pod.Spec.EphemeralContainers[i].SecurityContext)
+	}
+	if !same || user == nil {
+		return nil
+	}
+	v := *user
+	return &v
 }
 
 // podField is the downward API's value of a pod field in a volume: metadata only.
