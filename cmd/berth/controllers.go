@@ -14,7 +14,7 @@ func newControllersCommand() *cobra.Command {
 	var opts controllers.Options
 	cmd := &cobra.Command{
 		Use:   "controllers",
-		Short: "Run the controllers (namespaces, service accounts) against an API server",
+		Short: "Run the controllers (namespaces, service accounts, the root CA publisher) against an API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			config, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
@@ -30,6 +30,7 @@ func newControllersCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the cluster")
+	cmd.Flags().StringVar(&opts.RootCAFile, "root-ca-file", "", "CA bundle published as the kube-root-ca.crt ConfigMap of every namespace (default: the CA of --kubeconfig)")
 	cmd.Flags().BoolVar(&opts.LeaderElect, "leader-elect", true, "run only while holding the controllers' Lease, so that several can run")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd

@@ -6,6 +6,9 @@
 //
 //   - namespace: empties namespaces being deleted, then finalizes them;
 //   - serviceaccount: keeps a "default" service account in every active namespace;
+//   - root-ca-cert-publisher: keeps the ConfigMap kube-root-ca.crt (the CA bundle that
+//     verifies the API server, which pods read from their kube-api-access volume) in every
+//     namespace;
 //   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...).
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
@@ -37,11 +40,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/controllers/rootcacertpublisher"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
@@ -54,6 +59,8 @@ type controllerContext struct {
 	discovery   discovery.DiscoveryInterface
 	informers   informers.SharedInformerFactory
 	broadcaster events.EventBroadcaster
+	// rootCA is the CA bundle published in every namespace.
+	rootCA []byte
 }
 
 // recorder is the event recorder of the controller named name ("namespace-controller" is
@@ -95,6 +102,11 @@ var controllers = []struct {
 		ctrl.Recorder = c.recorder("serviceaccount")
 		return ctrl
 	}},
+	{"root-ca-cert-publisher", 1, func(c controllerContext) controller {
+		ctrl := rootcacertpublisher.NewPublisher(c.client, c.informers.Core().V1().ConfigMaps(), c.informers.Core().V1().Namespaces(), c.rootCA)
+		ctrl.Recorder = c.recorder("root-ca-cert-publisher")
+		return ctrl
+	}},
 }
 
 // Restart back-off of a controller whose Run returned or panicked: one second doubling to a
@@ -123,6 +135,9 @@ type Options struct {
 	LeaseNamespace string
 	// Identity is this replica's name in the Lease; default "<hostname>_<random uuid>".
 	Identity string
+	// RootCAFile is the CA bundle published as kube-root-ca.crt in every namespace
+	// (kube-controller-manager's --root-ca-file); default: the CA that config trusts.
+	RootCAFile string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -152,11 +167,16 @@ func Run(ctx context.Context, config *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	rootCA, err := rootCABundle(config, opts.RootCAFile)
+	if err != nil {
+		return err
+	}
 	config = clientConfig(config)
 	cc, err := newControllerContext(config)
 	if err != nil {
 		return err
 	}
+	cc.rootCA = rootCA
 	if !opts.LeaderElect {
 		runControllers(ctx, cc)
 		return nil
@@ -177,6 +197,25 @@ func Run(ctx context.Context, config *rest.Config, opts Options) error {
 		}
 		logger.Info("Lost the controller manager lease, campaigning again", "lease", klog.KRef(opts.LeaseNamespace, opts.LeaseName))
 	}
+}
+
+// rootCABundle is the CA bundle the root CA publisher publishes: file's certificates, or the
+// CA config trusts (its CAData, else its CAFile), as kube-controller-manager chooses.
+func rootCABundle(config *rest.Config, file string) ([]byte, error) {
+	if file == "" {
+		if len(config.CAData) > 0 || config.CAFile == "" {
+			return config.CAData, nil
+		}
+		file = config.CAFile
+	}
+	data, err := os.ReadFile(file)
+	if err == nil {
+		_, err = certutil.ParseCertsPEM(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error parsing root-ca-file at %s: %w", file, err)
+	}
+	return data, nil
 }
 
 // clientConfig is config for berth's own clients: protobuf, and enough QPS for the bursts

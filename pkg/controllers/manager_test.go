@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 )
 
@@ -123,5 +127,50 @@ func TestLeadOnceWhileAnotherLeads(t *testing.T) {
 	lease, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "berth-controller-manager", metav1.GetOptions{})
 	if err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") != "other" {
 		t.Errorf("Lease = %+v, %v; want it still held by other", lease, err)
+	}
+}
+
+// TestRootCABundle: the published bundle is --root-ca-file's, else the kubeconfig's CA data,
+// else its CA file; a file that holds no certificate is refused with Kubernetes' message.
+func TestRootCABundle(t *testing.T) {
+	ca, _, err := certutil.GenerateSelfSignedCertKey("ca", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile, other, garbage := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "other.crt"), filepath.Join(dir, "garbage")
+	otherCA, _, _ := certutil.GenerateSelfSignedCertKey("other", nil, nil)
+	for f, data := range map[string][]byte{caFile: ca, other: otherCA, garbage: []byte("not a certificate")} {
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		config rest.Config
+		file   string
+		want   []byte
+		err    string
+	}{
+		{"the config's CA data", rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, "", ca, ""},
+		{"the config's CA file", rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}}, "", ca, ""},
+		{"--root-ca-file wins", rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, other, otherCA, ""},
+		{"no CA at all", rest.Config{}, "", nil, ""},
+		{"not a certificate", rest.Config{}, garbage, nil, "error parsing root-ca-file at " + garbage + ": "},
+		{"missing", rest.Config{}, filepath.Join(dir, "missing"), nil, "error parsing root-ca-file at "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := rootCABundle(&tt.config, tt.file)
+			if tt.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
+					t.Fatalf("got %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, tt.want) {
+				t.Errorf("got %q, %v", got, err)
+			}
+		})
 	}
 }
