@@ -83,6 +83,10 @@ type Config struct {
 	// ImageGCPeriod is how often the image GC looks at the image filesystem (5 min, the
 	// kubelet's fixed period).
 	ImageGCPeriod time.Duration
+	// APIServer is the API server's URL as the node's kubeconfig names it (Run sets it).
+	// While the cluster has no kubernetes Service, containers' KUBERNETES_SERVICE_HOST/PORT
+	// point there (envvars.APIServerService); "" gives them none.
+	APIServer string
 }
 
 // Run builds the node agent of a real node and runs it until ctx ends: its API clients, the
@@ -106,6 +110,9 @@ func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
 	}
 	if cfg.LogsDir == "" {
 		cfg.LogsDir = server.DefaultLogsDir
+	}
+	if cfg.APIServer == "" {
+		cfg.APIServer = restConfig.Host
 	}
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
@@ -255,6 +262,21 @@ type Dependencies struct {
 	Clock clock.WithTicker
 }
 
+// machineAddresses are this machine's global unicast addresses.
+func machineAddresses() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			ips = append(ips, n.IP)
+		}
+	}
+	return ips
+}
+
 // EventedPLEG is the kubelet feature gate (KubeletConfiguration featureGates) under which the
 // PLEG follows the runtime's container event stream and relists only every 5 minutes.
 const EventedPLEG = "EventedPLEG"
@@ -317,6 +339,14 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	if kl.ownTokens {
 		kl.tokens = token.NewManager(client, clk)
 	}
+	serviceEnv := kl.services.EnvFor
+	if cfg.APIServer != "" {
+		standIn, err := envvars.APIServerService(cfg.APIServer, cfg.NodeIP, machineAddresses())
+		if err != nil {
+			return nil, nil, err
+		}
+		serviceEnv = kl.services.EnvForWithStandIn(standIn)
+	}
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, kl.tokens, func() v1.ResourceList { return allocatable })
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so
 	// that a restart resumes both.
@@ -330,7 +360,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		allocatable: allocatable,
 		probes:      probeVerdicts{kl.probeManager},
 		volumes:     kl.volumeManager,
-		serviceEnv:  kl.services.EnvFor,
+		serviceEnv:  serviceEnv,
 		actuated:    actuated,
 	})
 	if err != nil {

@@ -88,6 +88,16 @@ func (s *Services) HasSynced() bool { return s.informer.HasSynced() || s.unserve
 // Services, and fails with the kubelet's error after it; a static pod, which runs without the
 // API server, gets what is known.
 func (s *Services) EnvFor(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
+	return s.envFor(ctx, pod, nil)
+}
+
+// EnvForWithStandIn is EnvFor with standIn (APIServerService) as the kubernetes Service while
+// the default namespace has none.
+func (s *Services) EnvForWithStandIn(standIn *v1.Service) func(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
+	return func(ctx context.Context, pod *v1.Pod) (map[string]string, error) { return s.envFor(ctx, pod, standIn) }
+}
+
+func (s *Services) envFor(ctx context.Context, pod *v1.Pod, standIn *v1.Service) (map[string]string, error) {
 	if !kubetypes.IsStaticPod(pod) && !s.HasSynced() {
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, s.syncWait, true, func(context.Context) (bool, error) {
 			return s.HasSynced(), nil
@@ -97,7 +107,7 @@ func (s *Services) EnvFor(ctx context.Context, pod *v1.Pod) (map[string]string, 
 		}
 	}
 	enable := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
-	services, err := s.candidates(pod.Namespace, enable)
+	services, err := s.candidates(pod.Namespace, enable, standIn)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
 	}
@@ -105,9 +115,9 @@ func (s *Services) EnvFor(ctx context.Context, pod *v1.Pod) (map[string]string, 
 }
 
 // candidates are the services ForServices may pick from: the namespace's (when service
-// links are on) and the default namespace's kubernetes Service, read from the namespace
-// index rather than the whole cluster's list.
-func (s *Services) candidates(namespace string, enableServiceLinks bool) ([]*v1.Service, error) {
+// links are on) and the default namespace's kubernetes Service (standIn when there is none),
+// read from the namespace index rather than the whole cluster's list.
+func (s *Services) candidates(namespace string, enableServiceLinks bool, standIn *v1.Service) ([]*v1.Service, error) {
 	var out []*v1.Service
 	if enableServiceLinks {
 		var err error
@@ -121,6 +131,8 @@ func (s *Services) candidates(namespace string, enableServiceLinks bool) ([]*v1.
 		out = append(out, master)
 	case !apierrors.IsNotFound(err):
 		return nil, err
+	case standIn != nil:
+		out = append(out, standIn)
 	}
 	return out, nil
 }
