@@ -8,6 +8,7 @@ package nodetest
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"path/filepath"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/token"
 	"github.com/berth-cluster/berth/test/integration/framework"
 )
 
@@ -47,6 +49,11 @@ type NodeOptions struct {
 	// Services, when set, are the Services the node's containers get their variables from
 	// (run by the test); nil: the node agent watches the API server's own.
 	Services *envvars.Services
+	// Tokens, when set, is the node's service-account token manager (run by the test, which
+	// may move its clock); nil: the node agent's own.
+	Tokens *token.Manager
+	// NodeIP is the node's InternalIP (127.0.0.1 when nil).
+	NodeIP net.IP
 }
 
 // Node is one node agent in process. Its runtime and data dir outlive the agent, so that a
@@ -159,15 +166,18 @@ func (n *Node) start() error {
 	}
 	m := machine
 	kl, updates, err := node.NewKubelet(ctx, node.Config{
-		NodeName: n.Name,
-		DataDir:  n.DataDir,
-		Kubelet:  kc,
+		NodeName:  n.Name,
+		NodeIP:    n.opts.NodeIP,
+		DataDir:   n.DataDir,
+		Kubelet:   kc,
+		APIServer: config.Host,
 	}, kc, node.Dependencies{
 		Client:      client,
 		Recorder:    recorder,
 		Runtime:     recordingRuntime{n.Runtime, n},
 		Images:      n.Runtime,
 		Services:    n.opts.Services,
+		Tokens:      n.opts.Tokens,
 		MachineInfo: func() (*nodestatus.MachineInfo, error) { return &m, nil },
 		Simulated:   true,
 	})
@@ -392,15 +402,20 @@ func WaitingReason(p *v1.Pod) string {
 	return ""
 }
 
-// WaitForServiceAccount waits until the namespace's "default" service account exists: the
-// API refuses pods before the service account controller made it.
+// WaitForServiceAccount waits until the namespace's "default" service account exists (the
+// API refuses pods before the service account controller made it) and its kube-root-ca.crt
+// (which every pod's kube-api-access volume reads), as Kubernetes' e2e framework waits for a
+// new namespace.
 func WaitForServiceAccount(t testing.TB, client kubernetes.Interface, namespace string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		if _, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return false, nil
+		}
+		_, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("no service account default/%s within a minute", namespace)
+		t.Fatalf("no service account %s/default or ConfigMap kube-root-ca.crt within a minute", namespace)
 	}
 }

@@ -2,6 +2,8 @@ package nodetest
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"testing"
 	"time"
 
@@ -15,10 +17,13 @@ import (
 
 // TestNodeServiceEnvWithoutServicesAPI: berth's API server serves no Services yet; the node
 // agent's Services informer gets 404 and counts that as no services, so pods start at once,
-// with no service variables and no CreateContainerConfigError on the way.
+// with no CreateContainerConfigError on the way, and with the kubernetes Service's variables
+// pointing at the API server the node's kubeconfig names, its loopback address replaced by
+// the node's InternalIP.
 func TestNodeServiceEnvWithoutServicesAPI(t *testing.T) {
 	c := framework.StartShared(t)
-	n := StartNode(t, c, "serviceenv-unserved", NodeOptions{})
+	nodeIP := net.ParseIP("192.0.2.10")
+	n := StartNode(t, c, "serviceenv-unserved", NodeOptions{NodeIP: nodeIP})
 	n.WaitForNodeReady(t, podTimeout)
 	start := time.Now()
 	pod := createPod(t, c, MakePod("no-services").Node(n.Name).Container("app", "nginx:1.27").Obj())
@@ -36,8 +41,28 @@ func TestNodeServiceEnvWithoutServicesAPI(t *testing.T) {
 	if env == nil {
 		t.Fatal("the node agent created no container")
 	}
-	if v, ok := env["KUBERNETES_SERVICE_HOST"]; ok {
-		t.Errorf("KUBERNETES_SERVICE_HOST=%q with no services served", v)
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host := u.Hostname(); !net.ParseIP(host).IsLoopback() {
+		t.Fatalf("the framework's API server is at %s; the test expects a loopback address", c.Config.Host)
+	}
+	port := u.Port()
+	want := map[string]string{
+		"KUBERNETES_SERVICE_HOST":                "192.0.2.10",
+		"KUBERNETES_SERVICE_PORT":                port,
+		"KUBERNETES_SERVICE_PORT_HTTPS":          port,
+		"KUBERNETES_PORT":                        "tcp://192.0.2.10:" + port,
+		"KUBERNETES_PORT_" + port + "_TCP":       "tcp://192.0.2.10:" + port,
+		"KUBERNETES_PORT_" + port + "_TCP_PROTO": "tcp",
+		"KUBERNETES_PORT_" + port + "_TCP_PORT":  port,
+		"KUBERNETES_PORT_" + port + "_TCP_ADDR":  "192.0.2.10",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
+		}
 	}
 }
 
