@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth-cluster/berth/pkg/util/mount"
 )
 
 // fakeObjects serves one ConfigMap, kube-root-ca.crt.
@@ -88,12 +90,9 @@ func newTestManager(t *testing.T, tokens *fakeTokens) *Manager {
 	dir := t.TempDir()
 	t.Cleanup(func() {
 		// The token volumes are tmpfs mounts; t.TempDir's clean-up cannot remove a mount point.
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() && filepath.Base(filepath.Dir(p)) == ProjectedPlugin {
-				_ = syscall.Unmount(p, syscall.MNT_DETACH)
-			}
-			return nil
-		})
+		if err := mount.UnmountUnder(dir); err != nil {
+			t.Error(err)
+		}
 	})
 	return NewManager(dir, fakeObjects{}, tokens, nil)
 }

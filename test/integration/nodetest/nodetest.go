@@ -32,6 +32,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/token"
+	"github.com/berth-cluster/berth/pkg/util/mount"
 	"github.com/berth-cluster/berth/test/integration/framework"
 )
 
@@ -123,6 +124,13 @@ var machine = nodestatus.MachineInfo{
 func StartNode(t testing.TB, c *framework.Cluster, name string, opts NodeOptions) *Node {
 	t.Helper()
 	dir := t.TempDir()
+	// Token and secret volumes are tmpfs mounts under the data dir, which the pods left
+	// running at the end keep: unmounted after the node stops, before the dir is removed.
+	t.Cleanup(func() {
+		if err := mount.UnmountUnder(dir); err != nil {
+			t.Error(err)
+		}
+	})
 	rt, err := memory.New(memory.Options{ImageFsMountpoint: dir, PodCIDR: opts.PodCIDR})
 	if err != nil {
 		t.Fatal(err)
