@@ -342,7 +342,8 @@ func freePort() (int, error) {
 var namespaces atomic.Int64
 
 // newNamespace creates a namespace for one test and waits for its default service account,
-// without which the API server refuses pods.
+// without which the API server refuses pods, and its kube-root-ca.crt, which every pod's
+// kube-api-access volume reads (as Kubernetes' e2e framework waits for both).
 func (c *cluster) newNamespace(t *testing.T) string {
 	t.Helper()
 	base := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-"))
@@ -355,6 +356,9 @@ func (c *cluster) newNamespace(t *testing.T) string {
 	}
 	eventually(t, 30*time.Second, "the default service account of "+ns, func() bool {
 		return c.kubectl(t, "get", "serviceaccount", "default", "-n", ns, "-o", "name").code == 0
+	})
+	eventually(t, 30*time.Second, "the kube-root-ca.crt of "+ns, func() bool {
+		return c.kubectl(t, "get", "configmap", "kube-root-ca.crt", "-n", ns, "-o", "name").code == 0
 	})
 	return ns
 }
