@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -94,14 +95,15 @@ spec:
 		t.Error("the pod has no IP")
 	}
 	// Service variables follow the API server's Services: default/kubernetes's are always
-	// given; an API server that serves no Services (berth's, so far) gives none and holds
-	// no container back.
+	// given; an API server that serves no Services (berth's, so far) holds no container back,
+	// and the kubernetes variables point at the API server itself (TestNodeAPIServerEnv).
 	if r := c.kubectl(t, "get", "service", "kubernetes", "-n", "default", "-o", "jsonpath={.spec.clusterIP}"); r.code == 0 {
 		if got["KUBERNETES_SERVICE_HOST"] != r.stdout {
 			t.Errorf("$KUBERNETES_SERVICE_HOST = %q, want the kubernetes Service's %q", got["KUBERNETES_SERVICE_HOST"], r.stdout)
 		}
-	} else if v, ok := got["KUBERNETES_SERVICE_HOST"]; ok {
-		t.Errorf("$KUBERNETES_SERVICE_HOST = %q though the API server has no services (%s)", v, strings.TrimSpace(r.stderr))
+	} else if host, port := got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"]; port != strconv.Itoa(c.port) || host == "" || host == "127.0.0.1" {
+		t.Errorf("$KUBERNETES_SERVICE_HOST:PORT = %s:%s with no services served (%s), want the API server's port %d at an address a pod reaches",
+			host, port, strings.TrimSpace(r.stderr), c.port)
 	}
 
 	// A required key that is missing: the container is not created, and the pod says why.
