@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
@@ -202,10 +203,11 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 		return 0, fmt.Errorf("secure serving: %w", err)
 	}
 	// The address clients elsewhere reach the server at (kube-apiserver's default
-	// --advertise-address): discovery's server address and the JWKS's URL.
+	// --advertise-address): discovery's server address and the JWKS's URL. A machine with
+	// no routable address (a sandbox) still gets a working single-machine cluster.
 	if gc.PublicAddress, err = ss.DefaultExternalAddress(); err != nil {
-		ln.Close()
-		return 0, fmt.Errorf("external address: %w", err)
+		klog.InfoS("No routable address to advertise; using the loopback address", "err", err)
+		gc.PublicAddress = net.IPv4(127, 0, 0, 1)
 	}
 	// The server talks to itself a lot (admission informers, bootstrap): protobuf is cheaper.
 	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
