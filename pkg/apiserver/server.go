@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
@@ -74,6 +76,9 @@ type Config struct {
 	CompactionInterval time.Duration
 	// ReadyzChecks are added to /readyz (berth up's components).
 	ReadyzChecks []healthz.HealthChecker
+
+	// ServiceAccounts says how service-account tokens are issued and verified.
+	ServiceAccounts ServiceAccountConfig
 }
 
 // Server is a configured API server, ready to Run.
@@ -95,6 +100,7 @@ func (versionProvider) Info() *apimachineryversion.Info { return version.Info() 
 // (policy/v1 Eviction, authentication/v1) that only travel in subresource bodies.
 var servedGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
+	authenticationv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
@@ -112,7 +118,16 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applyAuth(c, &rc.Config); err != nil {
+	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client: %w", err)
+	}
+	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	tokens, err := newServiceAccountTokens(c.ServiceAccounts, rc.SharedInformerFactory, client)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyAuth(c, &rc.Config, tokens); err != nil {
 		return nil, err
 	}
 	if err := applyStorage(c, &rc.Config, effective); err != nil {
@@ -128,16 +143,11 @@ func New(c Config) (*Server, error) {
 	// server's Shutdown for the whole request timeout, a minute.
 	rc.ShutdownWatchTerminationGracePeriod = 2 * time.Second
 
-	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
-	if err != nil {
-		return nil, fmt.Errorf("loopback client: %w", err)
-	}
 	dynamicClient, err := dynamic.NewForConfig(rc.LoopbackClientConfig)
 	if err != nil {
 		return nil, fmt.Errorf("loopback dynamic client: %w", err)
 	}
 	rc.ClientConfig = rc.LoopbackClientConfig
-	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
 	admissionOptions := genericoptions.NewAdmissionOptions()
 	berthadmission.Register(admissionOptions.Plugins)
 	admissionOptions.RecommendedPluginOrder = berthadmission.Order
@@ -149,7 +159,8 @@ func New(c Config) (*Server, error) {
 		return nil
 	})
 
-	gs, err := rc.Complete().New("berth-apiserver", genericapiserver.NewEmptyDelegate())
+	completed := rc.Complete()
+	gs, err := completed.New("berth-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
@@ -161,9 +172,10 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer); err != nil {
+	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, tokens); err != nil {
 		return nil, err
 	}
+	tokens.installOpenID(gs, completed.ExternalAddress)
 	installEmptyCRDList(gs)
 	return &Server{generic: gs, Port: port}, nil
 }
@@ -190,16 +202,24 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 		ln.Close()
 		return 0, fmt.Errorf("secure serving: %w", err)
 	}
+	// The address clients elsewhere reach the server at (kube-apiserver's default
+	// --advertise-address): discovery's server address and the JWKS's URL. A machine with
+	// no routable address (a sandbox) still gets a working single-machine cluster.
+	if gc.PublicAddress, err = ss.DefaultExternalAddress(); err != nil {
+		klog.InfoS("No routable address to advertise; using the loopback address", "err", err)
+		gc.PublicAddress = net.IPv4(127, 0, 0, 1)
+	}
 	// The server talks to itself a lot (admission informers, bootstrap): protobuf is cheaper.
 	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
 	return port, nil
 }
 
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
-// certificate's organizations, so system:masters in the admin kubeconfig), lets anyone read
-// the public paths, and, until RBAC arrives, lets system:masters do everything and the API
+// certificate's organizations, so system:masters in the admin kubeconfig) and by
+// service-account tokens, lets anyone read the public paths, and, until RBAC arrives, lets
+// system:masters do everything, every authenticated user ask who they are, and the API
 // server's own kubelet client use the node API (system:kubelet-api-admin's rules).
-func applyAuth(c Config, gc *genericapiserver.Config) error {
+func applyAuth(c Config, gc *genericapiserver.Config, tokens *serviceAccountTokens) error {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
 		return fmt.Errorf("client CA: %w", err)
@@ -208,10 +228,12 @@ func applyAuth(c Config, gc *genericapiserver.Config) error {
 		return fmt.Errorf("client CA: %w", err)
 	}
 	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
-	gc.Authentication.Authenticator = union.New(
-		group.NewAuthenticatedGroupAdder(certs),
-		authenticator.Request(publicAuthenticator{}),
-	)
+	authenticators := []authenticator.Request{group.NewAuthenticatedGroupAdder(certs)}
+	if sa := tokens.requestAuthenticator(); sa != nil {
+		authenticators = append(authenticators, sa)
+	}
+	gc.Authentication.Authenticator = union.New(append(authenticators, publicAuthenticator{})...)
+	gc.Authentication.APIAudiences = tokens.audiences
 	authorizers := []unionauthz.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
 	}
@@ -223,6 +245,7 @@ func applyAuth(c Config, gc *genericapiserver.Config) error {
 		authorizers = append(authorizers, unionauthz.NamedAuthorizer{AuthorizerName: "kubelet-api-admin", Authorizer: kubeletAPIAdmin(kubeletClient)})
 	}
 	authz, err := unionauthz.New(append(authorizers,
+		unionauthz.NamedAuthorizer{AuthorizerName: "basic-user", Authorizer: authorizer.AuthorizerFunc(authorizeSelfSubjectReview)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
 	)...)
