@@ -26,6 +26,9 @@ func TestBootstrapPolicy(t *testing.T) {
 	policy := bootstrappolicy.Default()
 
 	first := framework.Start(t, framework.Options{DataDir: dir})
+	if _, err := first.Client.Discovery().ServerResourcesForGroupVersion(rbacv1.SchemeGroupVersion.String()); err != nil {
+		t.Fatalf("%s is not served: %v", rbacv1.SchemeGroupVersion, err)
+	}
 	readyz, err := first.Client.CoreV1().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
 	if err != nil || !strings.Contains(string(readyz), "[+]poststarthook/rbac/bootstrap-roles ok") {
 		t.Errorf("/readyz?verbose = %s, %v; want the rbac/bootstrap-roles hook done", readyz, err)
