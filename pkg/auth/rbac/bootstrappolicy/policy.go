@@ -1,15 +1,14 @@
 // Package bootstrappolicy is the RBAC policy every cluster starts with: the ClusterRoles,
 // ClusterRoleBindings and the namespaced Roles and RoleBindings of kube-system and kube-public
-// that the API server reconciles at start (pkg/apiserver's "rbac/bootstrap-roles" post-start
-// hook), so that the components and users of the identities issue gets them
-// (system:masters, system:authenticated, system:nodes, system:kube-scheduler,
-// system:kube-controller-manager and its per-controller service accounts) are allowed what a
-// real cluster allows them.
+// that the API server reconciles at start (pkg/apiserver/rbacbootstrap, the
+// "rbac/bootstrap-roles" post-start hook). It is what lets system:masters, every
+// authenticated or anonymous client, the nodes, the scheduler, the controller manager and
+// its per-controller service accounts do what a real cluster lets them do.
 //
 // It mirrors kube-apiserver v1.37.2's bootstrap policy with the default feature gates
 // (plugin/pkg/auth/authorizer/rbac/bootstrappolicy) object by object; upstream_test.go proves
-// it against upstream's own fixtures in the module cache. Roles that upstream adds only behind
-// a feature gate that is off by default are left out, the others are written in
+// it against upstream's own fixtures in the module cache. Rules and roles that upstream adds
+// only behind a feature gate that is off by default are left out, the others are written in
 // unconditionally: berth has no feature gates of its own for these APIs.
 //
 // berth adds no role of its own: its scheduler, controller manager and node agents use
@@ -35,38 +34,45 @@ var (
 
 // API groups the rules name.
 const (
-	core              = ""
-	apps              = "apps"
-	authentication    = "authentication.k8s.io"
-	authorization     = "authorization.k8s.io"
-	autoscaling       = "autoscaling"
-	batch             = "batch"
-	certificates      = "certificates.k8s.io"
-	coordination      = "coordination.k8s.io"
-	discovery         = "discovery.k8s.io"
-	extensions        = "extensions"
-	policy            = "policy"
-	rbac              = "rbac.authorization.k8s.io"
-	resource          = "resource.k8s.io"
-	storage           = "storage.k8s.io"
-	networking        = "networking.k8s.io"
-	events            = "events.k8s.io"
-	admissionReg      = "admissionregistration.k8s.io"
-	storageMigration  = "storagemigration.k8s.io"
-	apiextensions     = "apiextensions.k8s.io"
-	nodeGroup         = "node.k8s.io"
-	resourceMetrics   = "metrics.k8s.io"
-	customMetrics     = "custom.metrics.k8s.io"
-	externalMetrics   = "external.metrics.k8s.io"
-	aggregateToAdmin  = "rbac.authorization.k8s.io/aggregate-to-admin"
-	aggregateToEdit   = "rbac.authorization.k8s.io/aggregate-to-edit"
-	aggregateToView   = "rbac.authorization.k8s.io/aggregate-to-view"
-	controllerPrefix  = "system:controller:"
-	bootstrappingKey  = "kubernetes.io/bootstrapping"
-	bootstrappingRBAC = "rbac-defaults"
+	core             = ""
+	apps             = "apps"
+	authentication   = "authentication.k8s.io"
+	authorization    = "authorization.k8s.io"
+	autoscaling      = "autoscaling"
+	batch            = "batch"
+	certificates     = "certificates.k8s.io"
+	coordination     = "coordination.k8s.io"
+	discovery        = "discovery.k8s.io"
+	extensions       = "extensions"
+	policy           = "policy"
+	rbac             = "rbac.authorization.k8s.io"
+	resource         = "resource.k8s.io"
+	storage          = "storage.k8s.io"
+	networking       = "networking.k8s.io"
+	events           = "events.k8s.io"
+	admissionReg     = "admissionregistration.k8s.io"
+	storageMigration = "storagemigration.k8s.io"
+	apiextensions    = "apiextensions.k8s.io"
+	nodeGroup        = "node.k8s.io"
+	resourceMetrics  = "metrics.k8s.io"
+	customMetrics    = "custom.metrics.k8s.io"
+	externalMetrics  = "external.metrics.k8s.io"
 )
 
-// v is a list of verbs or API groups, as written in a rule.
+// Labels and names.
+const (
+	// The roles labelled aggregateToX=true are aggregated into X.
+	aggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	aggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	aggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+	// Every bootstrap object carries bootstrappingKey=bootstrappingRBAC.
+	bootstrappingKey  = "kubernetes.io/bootstrapping"
+	bootstrappingRBAC = "rbac-defaults"
+	// controllerPrefix starts the name of each controller's role.
+	controllerPrefix = "system:controller:"
+)
+
+// v is a list of verbs.
 func v(s ...string) []string { return s }
 
 // g is a list of API groups.
