@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,8 +47,10 @@ import (
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
+	"github.com/berth-cluster/berth/pkg/apiserver/rbacbootstrap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 
@@ -158,6 +162,11 @@ func New(c Config) (*Server, error) {
 		go bootstrap(ctx, client)
 		return nil
 	})
+	// The bootstrap roles are reconciled once the RBAC API is served; until then there is
+	// nothing to write them to, and a hook that never finishes would keep /readyz failing.
+	if slices.Contains(servedGroupVersions, rbacv1.SchemeGroupVersion) {
+		rc.AddPostStartHookOrDie(rbacbootstrap.HookName, rbacbootstrap.PostStartHook(bootstrappolicy.Default()))
+	}
 
 	completed := rc.Complete()
 	gs, err := completed.New("berth-apiserver", genericapiserver.NewEmptyDelegate())

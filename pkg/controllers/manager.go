@@ -6,7 +6,9 @@
 //
 //   - namespace: empties namespaces being deleted, then finalizes them;
 //   - serviceaccount: keeps a "default" service account in every active namespace;
-//   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...).
+//   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...);
+//   - clusterrole-aggregation: gives aggregated ClusterRoles (admin, edit, view) the rules of
+//     the roles they select.
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -40,6 +42,7 @@ import (
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/klog/v2"
 
+	"github.com/berth-cluster/berth/pkg/controllers/clusterroleaggregation"
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
@@ -124,6 +127,11 @@ var controllers = []struct {
 	{"nodelifecycle", "node-controller", 1, func(c controllerContext, cl clients) controller {
 		ctrl := nodelifecycle.NewController(cl.client, c.informers.Core().V1().Nodes())
 		ctrl.Recorder = c.recorder("node-lifecycle")
+		return ctrl
+	}},
+	{"clusterrole-aggregation", "clusterrole-aggregation-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := clusterroleaggregation.NewController(cl.client.RbacV1(), c.informers.Rbac().V1().ClusterRoles())
+		ctrl.Recorder = c.recorder("clusterrole-aggregation")
 		return ctrl
 	}},
 	{"serviceaccount", "service-account-controller", 5, func(c controllerContext, cl clients) controller {
