@@ -64,7 +64,9 @@ func (p *nodeRestriction) SetExternalKubeInformerFactory(f informers.SharedInfor
 	p.nodes = f.Core().V1().Nodes().Lister()
 }
 
-func (p *nodeRestriction) SetUnconditionalAuthorizer(a authorizer.UnconditionalAuthorizer) { p.authz = a }
+func (p *nodeRestriction) SetUnconditionalAuthorizer(a authorizer.UnconditionalAuthorizer) {
+	p.authz = a
+}
 
 func (p *nodeRestriction) ValidateInitialization() error {
 	switch {

@@ -120,7 +120,9 @@ func TestNodeRestrictionNodes(t *testing.T) {
 	p := newNodeRestriction(t)
 	mine := mkNode("mynode", nil)
 	taint := func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}} }
-	create := func(n *corev1.Node) attrs { return attrs{resource: "nodes", name: n.Name, op: admission.Create, obj: n} }
+	create := func(n *corev1.Node) attrs {
+		return attrs{resource: "nodes", name: n.Name, op: admission.Create, obj: n}
+	}
 	update := func(old, n *corev1.Node) attrs {
 		return attrs{resource: "nodes", name: n.Name, op: admission.Update, obj: n, old: old}
 	}
