@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-cluster/berth/pkg/cluster"
@@ -136,5 +137,39 @@ func TestNodeAuthorization(t *testing.T) {
 		return apierrors.IsForbidden(err), nil
 	}); err != nil {
 		t.Errorf("node-a still reads the secret of its deleted pod: %v", err)
+	}
+}
+
+// TestComponentRunsAsItsIdentity: a component of the control plane with a node identity
+// reaches the API server as that node (the node authorizer answers it), not as the admin.
+func TestComponentRunsAsItsIdentity(t *testing.T) {
+	results := make(chan [2]error, 1)
+	framework.Start(t, framework.Options{NoControllers: true, ComponentIdentities: true, Components: []cluster.Component{{
+		Name: "node", Identity: cluster.NodeIdentity("node-x"),
+		Run: func(ctx context.Context, config *rest.Config) error {
+			client, err := kubernetes.NewForConfig(config)
+			if err != nil {
+				return err
+			}
+			_, all := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			_, own := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-x"})
+			select {
+			case results <- [2]error{all, own}:
+			default:
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}}})
+	var r [2]error
+	select {
+	case r = <-results:
+	case <-time.After(time.Minute):
+		t.Fatal("the component did not run")
+	}
+	wantForbidden(t, "the node component listing all pods", r[0],
+		`User "system:node:node-x" cannot list resource "pods" in API group "" at the cluster scope: node: can only list/watch pods with spec.nodeName field selector`)
+	if r[1] != nil {
+		t.Errorf("the node component listing its own pods: %v", r[1])
 	}
 }
