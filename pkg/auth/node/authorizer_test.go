@@ -370,3 +370,64 @@ func TestUpdatePodSkipsStatusWrites(t *testing.T) {
 		t.Fatal("the ephemeral container's secret is not the node's")
 	}
 }
+
+// nodeAgentRules are the node rules berth's node agent needs beyond its graph (a subset of
+// system:node's): the services of its pods' environment, events, and the reviews the node
+// API delegates to the API server.
+var nodeAgentRules = []rbacv1.PolicyRule{
+	{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"services"}},
+	{Verbs: []string{"create", "patch", "update"}, APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}},
+	{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}},
+	{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews", "localsubjectaccessreviews"}},
+}
+
+// Every call berth's node agent (pkg/node) makes with its own credentials is allowed for its
+// own node and objects: registration and status, its Lease, its pods' watch, status, deletion
+// and mirror pods, the secrets and configmaps its pods use, events and reviews.
+func TestNodeAgentCallsAreAllowed(t *testing.T) {
+	g := NewGraph()
+	g.AddPod(podOn("web", "node-a", func(p *corev1.Pod) {
+		p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}}
+	}))
+	g.AddPod(podOn("static-node-a", "node-a", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "h"} }))
+	az := NewAuthorizer(g, nodeAgentRules)
+	for _, r := range []request{
+		// nodestatus: register, read back, watch its Node (metadata.name=node-a), patch status.
+		{verb: "create", resource: "nodes"},
+		{verb: "get", resource: "nodes", name: "node-a"},
+		{verb: "list", resource: "nodes", name: "node-a"},
+		{verb: "watch", resource: "nodes", name: "node-a"},
+		{verb: "patch", resource: "nodes", sub: "status", name: "node-a"},
+		// The Lease.
+		{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease", name: "node-a"},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease", name: "node-a"},
+		// config: the pods bound to it.
+		{verb: "list", resource: "pods", fieldSelector: "spec.nodeName=node-a"},
+		{verb: "watch", resource: "pods", fieldSelector: "spec.nodeName=node-a"},
+		// status: read, patch status, delete when terminated.
+		{verb: "get", resource: "pods", namespace: "ns", name: "web"},
+		{verb: "patch", resource: "pods", sub: "status", namespace: "ns", name: "web"},
+		{verb: "delete", resource: "pods", namespace: "ns", name: "web"},
+		// mirror: create, read back, delete.
+		{verb: "create", resource: "pods", namespace: "ns"},
+		{verb: "get", resource: "pods", namespace: "ns", name: "static-node-a"},
+		{verb: "delete", resource: "pods", namespace: "ns", name: "static-node-a"},
+		// sync and volumes: pull secrets, configmaps.
+		{verb: "get", resource: "secrets", namespace: "ns", name: "pull"},
+		{verb: "get", resource: "configmaps", namespace: "ns", name: "conf"},
+		// envvars: the services informer.
+		{verb: "list", resource: "services"},
+		{verb: "watch", resource: "services"},
+		// events.
+		{verb: "create", resource: "events", namespace: "ns"},
+		{verb: "patch", resource: "events", namespace: "ns", name: "e"},
+		// server: the node API's delegated authentication and authorization.
+		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
+		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
+	} {
+		r.user = nodeA
+		check(t, az, r, allowed, "")
+	}
+}
