@@ -54,7 +54,7 @@ type nodeRestriction struct {
 }
 
 var (
-	_ admission.ValidationInterface                                = &nodeRestriction{}
+	_ admission.MutationInterface                                  = &nodeRestriction{}
 	_ genericadmissioninitializer.WantsExternalKubeInformerFactory = &nodeRestriction{}
 	_ genericadmissioninitializer.WantsUnconditionalAuthorizer     = &nodeRestriction{}
 )
@@ -91,8 +91,10 @@ var (
 	csrsResource            = certificatesv1.Resource("certificatesigningrequests")
 )
 
-// Validate checks a node's write; anyone else's passes.
-func (p *nodeRestriction) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+// Admit checks a node's write; anyone else's passes. It changes nothing, but runs among the
+// mutating plugins, right after ServiceAccount, as kube-apiserver runs it: before the
+// object's validation, so a node's forbidden write is a 403 even when it is also invalid.
+func (p *nodeRestriction) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	nodeName, isNode := node.NodeIdentity(a.GetUserInfo())
 	if !isNode {
 		return nil

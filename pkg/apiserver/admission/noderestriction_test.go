@@ -86,7 +86,7 @@ func (a attrs) record() admission.Attributes {
 // wantErr: "" allowed; otherwise the forbidden message must contain it.
 func checkAdmission(t *testing.T, p *nodeRestriction, name string, a attrs, wantErr string) {
 	t.Helper()
-	err := p.Validate(context.Background(), a.record(), nil)
+	err := p.Admit(context.Background(), a.record(), nil)
 	switch {
 	case wantErr == "" && err != nil:
 		t.Errorf("%s: unexpected error: %v", name, err)

@@ -128,6 +128,24 @@ func TestNodeAuthorization(t *testing.T) {
 	wantForbidden(t, "node-a setting a node-restriction label", err,
 		`nodes "node-a" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/role`)
 
+	// Pods: a node deletes only its own, creates only mirror pods of its own.
+	err = nodeB.CoreV1().Pods(ns).Delete(ctx, "on-a", metav1.DeleteOptions{})
+	wantForbidden(t, "node-b deleting node-a's pod", err, `node "node-b" can only delete pods with spec.nodeName set to itself`)
+	_, err = nodeA.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sneaky"},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+	wantForbidden(t, "node-a creating a pod", err, `pod does not have "kubernetes.io/config.mirror" annotation, node "node-a" can only create mirror pods`)
+	self, err := admin.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller := true
+	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "static-node-a", Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "h"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-a", UID: self.UID, Controller: &controller}}},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if _, err := nodeA.CoreV1().Pods(ns).Create(ctx, mirror, metav1.CreateOptions{}); err != nil {
+		t.Errorf("node-a creating its mirror pod: %v", err)
+	}
+
 	// Once the pod is gone, so is node-a's access to its secret.
 	if err := admin.CoreV1().Pods(ns).Delete(ctx, "on-a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
