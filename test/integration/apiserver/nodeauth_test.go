@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,7 +67,11 @@ func TestNodeAuthorization(t *testing.T) {
 	}
 	pod := simplePod("on-a")
 	pod.Spec.NodeName = "node-a"
-	pod.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "a-secret"}}}}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "a-secret"}}},
+		{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}},
+	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/s"}}
 	pod, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -105,6 +110,21 @@ func TestNodeAuthorization(t *testing.T) {
 	if _, err := nodeA.CoreV1().Pods(ns).Patch(ctx, "on-a", types.StrategicMergePatchType, podStatusPatch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Errorf("node-a patching its pod's status: %v", err)
 	}
+
+	// Tokens: for the service account of a pod of its own, bound to that pod.
+	tokenFor := func(uid types.UID) *authenticationv1.TokenRequest {
+		return &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: "on-a", UID: uid}}}
+	}
+	if _, err := nodeA.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", tokenFor(pod.UID), metav1.CreateOptions{}); err != nil {
+		t.Errorf("node-a requesting a token for its pod: %v", err)
+	}
+	_, err = nodeA.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", tokenFor("stale"), metav1.CreateOptions{})
+	wantForbidden(t, "node-a requesting a token bound to a stale pod UID", err,
+		"the UID in the bound object reference (stale) does not match the UID in record")
+	_, err = nodeB.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", tokenFor(pod.UID), metav1.CreateOptions{})
+	wantForbidden(t, "node-b requesting a token for node-a's pod", err,
+		`cannot create resource "serviceaccounts/token" in API group "" in the namespace "`+ns+`": node: no relationship found between node 'node-b' and this object`)
 
 	// Pods: only through the node's own field selector.
 	if list, err := nodeA.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-a"}); err != nil || len(list.Items) != 1 {
