@@ -279,7 +279,7 @@ func TestPodsAndNodes(t *testing.T) {
 		c.r.user = nodeA
 		check(t, az, c.r, c.want, c.reason)
 	}
-	g.SetNodeOf(volumeAttachmentKind, "", "va", "node-a")
+	g.setNodeOf(volumeAttachmentKind, "", "va", "node-a")
 	check(t, az, request{user: nodeA, verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va"}, allowed, "")
 }
 

@@ -22,19 +22,6 @@ const (
 	podCertificateRequestKind
 )
 
-var kindNames = map[objectKind]string{
-	podKind:                   "pod",
-	secretKind:                "secret",
-	configMapKind:             "configmap",
-	serviceAccountKind:        "serviceAccount",
-	pvcKind:                   "pvc",
-	pvKind:                    "pv",
-	resourceClaimKind:         "resourceclaim",
-	volumeAttachmentKind:      "volumeattachment",
-	resourceSliceKind:         "resourceslice",
-	podCertificateRequestKind: "podcertificaterequest",
-}
-
 // objectKey names an object; cluster-scoped objects have no namespace.
 type objectKey struct {
 	kind            objectKind
@@ -170,9 +157,9 @@ func (g *Graph) deletePVLocked(name string) {
 	}
 }
 
-// SetNodeOf records the node of an object that names it itself (a VolumeAttachment's
+// setNodeOf records the node of an object that names it itself (a VolumeAttachment's
 // spec.nodeName, a ResourceSlice's, a PodCertificateRequest's); an empty node forgets it.
-func (g *Graph) SetNodeOf(kind objectKind, namespace, name, node string) {
+func (g *Graph) setNodeOf(kind objectKind, namespace, name, node string) {
 	key := objectKey{kind: kind, namespace: namespace, name: name}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -106,7 +106,7 @@ func setAttachment(g *Graph, obj any, deleted bool) {
 	if deleted {
 		node = ""
 	}
-	g.SetNodeOf(volumeAttachmentKind, "", va.Name, node)
+	g.setNodeOf(volumeAttachmentKind, "", va.Name, node)
 }
 
 // unwrap returns the object of a tombstone.
