@@ -50,6 +50,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/rbacbootstrap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+	nodeauth "github.com/berth-cluster/berth/pkg/auth/node"
 	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
 	"github.com/berth-cluster/berth/pkg/version"
 )
@@ -131,7 +132,15 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applyAuth(c, &rc.Config, tokens); err != nil {
+	// The node authorizer's graph follows the pods (and, once served, PVs and volume
+	// attachments) through the informers admission shares; the generic server starts them.
+	nodeGraph := nodeauth.NewGraph()
+	if _, err := nodeauth.AddGraphEventHandlers(nodeGraph, nodeauth.Informers{
+		Pods: rc.SharedInformerFactory.Core().V1().Pods().Informer(),
+	}); err != nil {
+		return nil, fmt.Errorf("node authorizer: %w", err)
+	}
+	if err := applyAuth(c, &rc.Config, tokens, nodeGraph); err != nil {
 		return nil, err
 	}
 	if err := applyStorage(c, &rc.Config, effective); err != nil {
@@ -226,9 +235,10 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
 // certificate's organizations, so system:masters in the admin kubeconfig) and by
 // service-account tokens, lets anyone read the public paths, and, until RBAC arrives, lets
-// system:masters do everything, every authenticated user ask who they are, and the API
-// server's own kubelet client use the node API (system:kubelet-api-admin's rules).
-func applyAuth(c Config, gc *genericapiserver.Config, tokens *serviceAccountTokens) error {
+// system:masters do everything, nodes what the node authorizer allows them over nodeGraph,
+// every authenticated user ask who they are, and the API server's own kubelet client use the
+// node API (system:kubelet-api-admin's rules).
+func applyAuth(c Config, gc *genericapiserver.Config, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph) error {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
 		return fmt.Errorf("client CA: %w", err)
@@ -245,6 +255,9 @@ func applyAuth(c Config, gc *genericapiserver.Config, tokens *serviceAccountToke
 	gc.Authentication.APIAudiences = tokens.audiences
 	authorizers := []unionauthz.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+		// Named as kube-apiserver names its --authorization-mode=Node authorizer: the name
+		// prefixes its reasons in a 403 ("node: no relationship found ...").
+		{AuthorizerName: "node", Authorizer: nodeauth.NewAuthorizer(nodeGraph, bootstrappolicy.NodeRules())},
 	}
 	if c.KubeletClientCertFile != "" {
 		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
