@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/selfsubjectreview"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/subjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/coordination/lease"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
@@ -28,8 +31,8 @@ import (
 
 // installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
 // groups under /apis. authz answers subject access reviews.
-func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer) error {
-	core, err := coreStorage(getter, kubelet)
+func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, tokens *serviceAccountTokens) error {
+	core, err := coreStorage(getter, kubelet, tokens)
 	if err != nil {
 		return err
 	}
@@ -55,6 +58,10 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 		group, version string
 		storage        map[string]rest.Storage
 	}{
+		{authenticationv1.GroupName, "v1", map[string]rest.Storage{
+			"tokenreviews":       tokenreview.NewREST(tokens.requestAuthenticator(), tokens.audiences),
+			"selfsubjectreviews": selfsubjectreview.NewREST(),
+		}},
 		{authorizationv1.GroupName, "v1", map[string]rest.Storage{"subjectaccessreviews": subjectaccessreview.NewREST(authz)}},
 		{coordinationv1.GroupName, "v1", map[string]rest.Storage{"leases": leases}},
 		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
@@ -76,7 +83,7 @@ func newGroup(group string) genericapiserver.APIGroupInfo {
 	return genericapiserver.NewDefaultAPIGroupInfo(group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
 }
 
-func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection) (map[string]rest.Storage, error) {
+func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens) (map[string]rest.Storage, error) {
 	pods, err := pod.NewStorage(getter)
 	if err != nil {
 		return nil, err
@@ -106,7 +113,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		return nil, err
 	}
 	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
-	return map[string]rest.Storage{
+	storage := map[string]rest.Storage{
 		"pods":                pods.Pod,
 		"pods/exec":           exec,
 		"pods/attach":         attach,
@@ -127,5 +134,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"configmaps":          configMaps,
 		"secrets":             secrets,
 		"serviceaccounts":     serviceAccounts,
-	}, nil
+	}
+	if tokens.issuer != nil {
+		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,
+			tokens.issuer, tokens.tokenOptions())
+	}
+	return storage, nil
 }
