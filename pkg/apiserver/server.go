@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +46,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+	"github.com/berth-cluster/berth/pkg/auth/rbac"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 
@@ -99,6 +101,7 @@ var servedGroupVersions = []schema.GroupVersion{
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion,
 }
 
 // New builds the API server.
@@ -112,7 +115,15 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applyAuth(c, &rc.Config); err != nil {
+	// The loopback configuration is complete once serving is set up (its token is made
+	// there), and the RBAC authorizer reads the informers of this client.
+	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client: %w", err)
+	}
+	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory)
+	if err != nil {
 		return nil, err
 	}
 	if err := applyStorage(c, &rc.Config, effective); err != nil {
@@ -128,16 +139,11 @@ func New(c Config) (*Server, error) {
 	// server's Shutdown for the whole request timeout, a minute.
 	rc.ShutdownWatchTerminationGracePeriod = 2 * time.Second
 
-	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
-	if err != nil {
-		return nil, fmt.Errorf("loopback client: %w", err)
-	}
 	dynamicClient, err := dynamic.NewForConfig(rc.LoopbackClientConfig)
 	if err != nil {
 		return nil, fmt.Errorf("loopback dynamic client: %w", err)
 	}
 	rc.ClientConfig = rc.LoopbackClientConfig
-	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
 	admissionOptions := genericoptions.NewAdmissionOptions()
 	berthadmission.Register(admissionOptions.Plugins)
 	admissionOptions.RecommendedPluginOrder = berthadmission.Order
@@ -161,7 +167,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer); err != nil {
+	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, rules); err != nil {
 		return nil, err
 	}
 	installEmptyCRDList(gs)
@@ -197,15 +203,16 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
 // certificate's organizations, so system:masters in the admin kubeconfig), lets anyone read
-// the public paths, and, until RBAC arrives, lets system:masters do everything and the API
-// server's own kubelet client use the node API (system:kubelet-api-admin's rules).
-func applyAuth(c Config, gc *genericapiserver.Config) error {
+// the public paths, lets system:masters do everything and the API server's own kubelet client
+// use the node API (system:kubelet-api-admin's rules), and authorizes everyone else by RBAC,
+// read through informers. It returns the rule resolver of the rules reviews.
+func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory) (authorizer.RuleResolver, error) {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
-		return fmt.Errorf("client CA: %w", err)
+		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
-		return fmt.Errorf("client CA: %w", err)
+		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
 	gc.Authentication.Authenticator = union.New(
@@ -218,20 +225,25 @@ func applyAuth(c Config, gc *genericapiserver.Config) error {
 	if c.KubeletClientCertFile != "" {
 		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
 		if err != nil {
-			return fmt.Errorf("kubelet client certificate: %w", err)
+			return nil, fmt.Errorf("kubelet client certificate: %w", err)
 		}
 		authorizers = append(authorizers, unionauthz.NamedAuthorizer{AuthorizerName: "kubelet-api-admin", Authorizer: kubeletAPIAdmin(kubeletClient)})
 	}
+	rbacv1informers := factory.Rbac().V1()
+	rbacAuthz := rbac.NewFromListers(rbacv1informers.Roles().Lister(), rbacv1informers.RoleBindings().Lister(),
+		rbacv1informers.ClusterRoles().Lister(), rbacv1informers.ClusterRoleBindings().Lister())
 	authz, err := unionauthz.New(append(authorizers,
 		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
 	)...)
 	if err != nil {
-		return fmt.Errorf("authorizer: %w", err)
+		return nil, fmt.Errorf("authorizer: %w", err)
 	}
 	gc.Authorization.Authorizer = authz
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
-	return nil
+	// Only RBAC can list a user's rules; the node authorizer will join with its "incomplete".
+	return unionauthz.NewRuleResolvers(rbacAuthz), nil
 }
 
 // applyStorage keeps every resource in etcd as protobuf, under the external version, behind
