@@ -124,7 +124,9 @@ func (l clusterRoleLister) GetClusterRole(_ context.Context, name string) (*rbac
 	return l.l.Get(name)
 }
 
-type clusterRoleBindingLister struct{ l rbaclisters.ClusterRoleBindingLister }
+type clusterRoleBindingLister struct {
+	l rbaclisters.ClusterRoleBindingLister
+}
 
 func (l clusterRoleBindingLister) ListClusterRoleBindings(context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	return l.l.List(labels.Everything())

@@ -17,6 +17,9 @@ import (
 // Resource is the roles resource.
 var Resource = rbacv1.Resource("roles")
 
+// tableConvertor gives upstream's columns, which are the generic ones: NAME and CREATED AT.
+var tableConvertor = rest.NewDefaultTableConvertor(Resource)
+
 // NewStore returns the roles store, which the escalation check of every rbac registry reads.
 func NewStore(getter generic.RESTOptionsGetter) (*genericregistry.Store, error) {
 	return registry.NewStore(getter, registry.StoreConfig{
@@ -26,7 +29,7 @@ func NewStore(getter generic.RESTOptionsGetter) (*genericregistry.Store, error) 
 		NewList:        func() runtime.Object { return &rbacv1.RoleList{} },
 		Strategy:       Strategy,
 		Fields:         Fields,
-		TableConvertor: rest.NewDefaultTableConvertor(Resource),
+		TableConvertor: tableConvertor,
 	})
 }
 
