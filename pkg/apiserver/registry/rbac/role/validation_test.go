@@ -47,4 +47,3 @@ func TestRoleTable(t *testing.T) {
 		t.Errorf("rows %+v", tbl.Rows)
 	}
 }
-
