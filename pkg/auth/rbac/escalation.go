@@ -9,16 +9,22 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-helpers/auth/rbac/validation"
 	"k8s.io/klog/v2"
 )
 
+// RulesLister lists the rules that apply to a user in a namespace, as a Resolver does.
+type RulesLister interface {
+	RulesFor(ctx context.Context, u user.Info, namespace string) ([]rbacv1.PolicyRule, error)
+}
+
 // ConfirmNoEscalation returns an error, in upstream's words, unless the request's user
 // already holds every one of rules in the request's namespace (cluster-wide for a cluster
 // scoped request): no one may grant what they do not have. The missing rules are listed,
 // compacted and sorted, one a line.
-func ConfirmNoEscalation(ctx context.Context, r *Resolver, rules []rbacv1.PolicyRule) error {
+func ConfirmNoEscalation(ctx context.Context, r RulesLister, rules []rbacv1.PolicyRule) error {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return errors.New("no user on context")

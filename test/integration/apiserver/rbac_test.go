@@ -54,12 +54,30 @@ func newRBACUser(t *testing.T, c *framework.Cluster, name string, groups ...stri
 // kubectl runs the real kubectl with kubeconfig and returns its combined output.
 func kubectl(t *testing.T, ctx context.Context, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
+	return kubectlBin(t, ctx, kubectlBinaries(t)[0], kubeconfig, args...)
+}
+
+func kubectlBin(t *testing.T, ctx context.Context, bin, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// kubectlBinaries are the kubectl on PATH and the oldest release beside it (kubectl.1.27, as
+// the Google Cloud CLI ships them), when there is one.
+func kubectlBinaries(t *testing.T) []string {
+	t.Helper()
 	bin, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("this test drives the real kubectl, and none is on PATH: %v", err)
 	}
-	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-	return string(out), err
+	bins := []string{bin}
+	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
+		if old := filepath.Join(filepath.Dir(resolved), "kubectl.1.27"); fileExists(old) {
+			bins = append(bins, old)
+		}
+	}
+	return bins
 }
 
 // eventually retries kubectl until its answer (the last line, after any warnings) is want:
@@ -208,8 +226,7 @@ func TestRBACCanI(t *testing.T) {
 	ctx := testContext(t)
 	admin := cluster.AdminKubeconfigPath(c.DataDir)
 	ns, other := newNamespace(t, ctx, c.Client), newNamespace(t, ctx, c.Client)
-	group := "can-i-" + ns
-	alice := newRBACUser(t, c, "alice-"+ns, group)
+	alice := newRBACUser(t, c, "alice-"+ns)
 	basicUser(t, ctx, c.Client)
 	mustCreate(t, ctx, c.Client.RbacV1().Roles(ns).Create, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "dev"},
@@ -233,37 +250,25 @@ func TestRBACCanI(t *testing.T) {
 		{[]string{"list", "pods", "-n", other}, "no"},
 		{[]string{"list", "pods", "--all-namespaces"}, "no"},
 		{[]string{"create", "selfsubjectaccessreviews.authorization.k8s.io"}, "yes"},
+		// Anyone may read /healthz (system:public-info-viewer on a real cluster).
 		{[]string{"get", "/healthz"}, "yes"},
 		{[]string{"post", "/healthz"}, "no"},
 	} {
-		out, err := kubectl(t, ctx, alice.kubeconfig, append([]string{"auth", "can-i"}, tt.args...)...)
-		// kubectl exits 1 for "no".
-		if lastLine(out) != tt.want || (err == nil) != (tt.want == "yes") {
-			t.Errorf("alice: kubectl auth can-i %s: %q, %v; want %s", strings.Join(tt.args, " "), out, err, tt.want)
+		for _, bin := range kubectlBinaries(t) {
+			out, err := kubectlBin(t, ctx, bin, alice.kubeconfig, append([]string{"auth", "can-i"}, tt.args...)...)
+			// kubectl exits 1 for "no".
+			if lastLine(out) != tt.want || (err == nil) != (tt.want == "yes") {
+				t.Errorf("alice: %s auth can-i %s: %q, %v; want %s", filepath.Base(bin), strings.Join(tt.args, " "), out, err, tt.want)
+			}
 		}
 	}
 
-	out, err := kubectl(t, ctx, alice.kubeconfig, "auth", "can-i", "--list", "-n", ns)
-	if err != nil {
-		t.Fatalf("kubectl auth can-i --list: %q, %v", out, err)
-	}
-	var rows []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		rows = append(rows, strings.Join(strings.Fields(line), " "))
-	}
-	for _, want := range []string{
-		"Resources Non-Resource URLs Resource Names Verbs",
-		"selfsubjectaccessreviews.authorization.k8s.io [] [] [create]",
-		"selfsubjectrulesreviews.authorization.k8s.io [] [] [create]",
-		"leases.coordination.k8s.io [] [] [create]",
-		"pods [] [] [get list watch]",
-	} {
-		if !contains(strings.Join(rows, "\n")+"\n", want+"\n") {
-			t.Errorf("kubectl auth can-i --list lacks %q:\n%s", want, out)
+	for _, bin := range kubectlBinaries(t) {
+		out, err := kubectlBin(t, ctx, bin, alice.kubeconfig, "auth", "can-i", "--list", "-n", ns)
+		if err != nil {
+			t.Fatalf("%s auth can-i --list: %q, %v", filepath.Base(bin), out, err)
 		}
-	}
-	if len(rows) != 5 {
-		t.Errorf("kubectl auth can-i --list: %d rows, want 5:\n%s", len(rows), out)
+		canIList(t, out)
 	}
 
 	for _, tt := range []struct {
@@ -295,7 +300,7 @@ func TestRBACCanI(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "impersonator-" + ns, APIGroup: rbacv1.GroupName}},
 	})
 	eventually(t, ctx, imp.kubeconfig, "yes\n", "auth", "can-i", "list", "pods", "-n", ns, "--as", "alice-"+ns)
-	out, err = kubectl(t, ctx, imp.kubeconfig, "get", "pods", "-n", ns, "--as", "bob")
+	out, err := kubectl(t, ctx, imp.kubeconfig, "get", "pods", "-n", ns, "--as", "bob")
 	want := `Error from server (Forbidden): users "bob" is forbidden: User "impersonator-` + ns + `" cannot impersonate resource "users" in API group "" at the cluster scope`
 	if err == nil || strings.TrimSpace(out) != want {
 		t.Errorf("impersonating bob: %q, %v; want %q", out, err, want)
@@ -331,6 +336,30 @@ func TestRBACCanI(t *testing.T) {
 		len(rules.Status.NonResourceRules) != 0 || rules.Status.ResourceRules[0].Resources[0] != "selfsubjectaccessreviews" {
 		t.Errorf("a rules review: %+v, %v; want the self-review rule alone", rules, err)
 	}
+}
+
+// canIList checks kubectl auth can-i --list for alice: a header and her rules, from RBAC.
+func canIList(t *testing.T, out string) {
+	t.Helper()
+	var rows []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		rows = append(rows, strings.Join(strings.Fields(line), " "))
+	}
+	for _, want := range []string{
+		"Resources Non-Resource URLs Resource Names Verbs",
+		"selfsubjectaccessreviews.authorization.k8s.io [] [] [create]",
+		"selfsubjectrulesreviews.authorization.k8s.io [] [] [create]",
+		"leases.coordination.k8s.io [] [] [create]",
+		"pods [] [] [get list watch]",
+	} {
+		if !contains(strings.Join(rows, "\n")+"\n", want+"\n") {
+			t.Errorf("kubectl auth can-i --list lacks %q:\n%s", want, out)
+		}
+	}
+	if len(rows) != 5 {
+		t.Errorf("kubectl auth can-i --list: %d rows, want 5:\n%s", len(rows), out)
+	}
+
 }
 
 // TestRBACEscalation: a user who may create role bindings but holds few rules cannot bind a

@@ -41,7 +41,7 @@ func Allowed(ctx context.Context) bool {
 
 // RoleEscalationAuthorized reports whether the user may `escalate` the role or cluster role
 // the request writes.
-func RoleEscalationAuthorized(ctx context.Context, a authorizer.Authorizer) bool {
+func RoleEscalationAuthorized(ctx context.Context, a authorizer.UnconditionalAuthorizer) bool {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok || a == nil {
 		return false
@@ -61,7 +61,7 @@ func RoleEscalationAuthorized(ctx context.Context, a authorizer.Authorizer) bool
 // BindingAuthorized reports whether the user may `bind` the role ref refers to in the
 // binding's namespace ("" for a ClusterRoleBinding), which lets a user hand out a role
 // without holding it.
-func BindingAuthorized(ctx context.Context, a authorizer.Authorizer, ref rbacv1.RoleRef, namespace string) bool {
+func BindingAuthorized(ctx context.Context, a authorizer.UnconditionalAuthorizer, ref rbacv1.RoleRef, namespace string) bool {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok || a == nil {
 		return false
@@ -81,7 +81,7 @@ func BindingAuthorized(ctx context.Context, a authorizer.Authorizer, ref rbacv1.
 	return authorized(ctx, a, attrs)
 }
 
-func authorized(ctx context.Context, a authorizer.Authorizer, attrs authorizer.AttributesRecord) bool {
+func authorized(ctx context.Context, a authorizer.UnconditionalAuthorizer, attrs authorizer.AttributesRecord) bool {
 	decision, _, err := a.Authorize(ctx, attrs)
 	if err != nil {
 		klog.ErrorS(err, "Authorizing an RBAC write", "user", attrs.User.GetName(), "verb", attrs.Verb,

@@ -16,12 +16,20 @@ import (
 	"github.com/berth-cluster/berth/pkg/auth/rbac"
 )
 
+// Rules is what the check reads of the roles and bindings: the rules a user holds and the
+// rules of a role a binding refers to (a *rbac.Resolver).
+type Rules interface {
+	rbac.RulesLister
+	GetRoleReferenceRules(ctx context.Context, ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error)
+}
+
 // Guard makes the escalation check for one resource's writes.
 type Guard struct {
 	// Resource names the resource in the 403 ("roles.rbac.authorization.k8s.io").
-	Resource   schema.GroupResource
-	Authorizer authorizer.Authorizer
-	Resolver   *rbac.Resolver
+	Resource schema.GroupResource
+	// Authorizer answers whether the user may `escalate` or `bind`.
+	Authorizer authorizer.UnconditionalAuthorizer
+	Resolver   Rules
 }
 
 var errAggregation = errors.New("must have cluster-admin privileges to use the aggregationRule")
