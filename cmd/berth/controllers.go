@@ -31,6 +31,8 @@ func newControllersCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the cluster")
 	cmd.Flags().BoolVar(&opts.LeaderElect, "leader-elect", true, "run only while holding the controllers' Lease, so that several can run")
+	cmd.Flags().BoolVar(&opts.UseServiceAccountCredentials, "use-service-account-credentials", false,
+		"write with each controller's own service account in kube-system (tokens from TokenRequest), as kube-controller-manager's flag, rather than with the kubeconfig's credentials")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

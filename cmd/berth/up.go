@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/berth-cluster/berth/pkg/apiserver"
 	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/controllers"
 	"github.com/berth-cluster/berth/pkg/node"
@@ -21,14 +23,15 @@ import (
 
 // controlPlaneFlags are the flags `berth up` and `berth apiserver` share.
 type controlPlaneFlags struct {
-	dataDir        string
-	port           int
-	bindAddress    string
-	etcdServers    []string
-	etcdCAFile     string
-	etcdCertFile   string
-	etcdKeyFile    string
-	etcdClientPort int
+	dataDir         string
+	port            int
+	bindAddress     string
+	etcdServers     []string
+	etcdCAFile      string
+	etcdCertFile    string
+	etcdKeyFile     string
+	etcdClientPort  int
+	serviceAccounts serviceAccountFlags
 	// `berth up` only
 	schedulerConfig  string
 	schedulerAddress string
@@ -46,6 +49,48 @@ func (f *controlPlaneFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.etcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
 	fs.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
 	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "loopback client port of the embedded etcd (0 picks a free port)")
+	f.serviceAccounts.add(cmd)
+}
+
+// serviceAccountFlags are kube-apiserver's flags for service-account tokens.
+type serviceAccountFlags struct {
+	issuers          []string
+	signingKeyFile   string
+	keyFiles         []string
+	jwksURI          string
+	apiAudiences     []string
+	maxExpiration    time.Duration
+	extendExpiration bool
+}
+
+func (f *serviceAccountFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringArrayVar(&f.issuers, "service-account-issuer", []string{apiserver.DefaultServiceAccountIssuer},
+		"issuer of service-account tokens (their \"iss\" claim); repeat it to accept more: the first issues")
+	fs.StringVar(&f.signingKeyFile, "service-account-signing-key-file", "",
+		"PEM private key that signs service-account tokens (default: DATA_DIR/pki/sa.key, made at first start)")
+	fs.StringArrayVar(&f.keyFiles, "service-account-key-file", nil,
+		"PEM file of more public or private keys that verify service-account tokens (earlier signing keys, for rotation); repeatable")
+	fs.StringVar(&f.jwksURI, "service-account-jwks-uri", "",
+		"jwks_uri of the OpenID discovery document (default: https://ADDRESS:PORT/openid/v1/jwks of this API server)")
+	fs.StringSliceVar(&f.apiAudiences, "api-audiences", nil,
+		"audiences a token must have to be accepted by the API server (default: the service-account issuers)")
+	fs.DurationVar(&f.maxExpiration, "service-account-max-token-expiration", 0,
+		"longest lifetime of a requested service-account token (0: no limit)")
+	fs.BoolVar(&f.extendExpiration, "service-account-extend-token-expiration", true,
+		"give the tokens pods ask for with the default 3607 s a year, with warnafter at 3607 s, as Kubernetes does")
+}
+
+func (f *serviceAccountFlags) config() apiserver.ServiceAccountConfig {
+	return apiserver.ServiceAccountConfig{
+		Issuers:                 f.issuers,
+		SigningKeyFile:          f.signingKeyFile,
+		KeyFiles:                f.keyFiles,
+		JWKSURI:                 f.jwksURI,
+		APIAudiences:            f.apiAudiences,
+		MaxTokenExpiration:      f.maxExpiration,
+		NoExtendTokenExpiration: !f.extendExpiration,
+	}
 }
 
 func (f *controlPlaneFlags) config() (cluster.Config, error) {
@@ -54,14 +99,15 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		return cluster.Config{}, fmt.Errorf("--bind-address: %q is not an IP address", f.bindAddress)
 	}
 	return cluster.Config{
-		DataDir:        f.dataDir,
-		Port:           f.port,
-		BindAddress:    ip,
-		EtcdServers:    f.etcdServers,
-		EtcdCAFile:     f.etcdCAFile,
-		EtcdCertFile:   f.etcdCertFile,
-		EtcdKeyFile:    f.etcdKeyFile,
-		EtcdClientPort: f.etcdClientPort,
+		DataDir:         f.dataDir,
+		Port:            f.port,
+		BindAddress:     ip,
+		EtcdServers:     f.etcdServers,
+		EtcdCAFile:      f.etcdCAFile,
+		EtcdCertFile:    f.etcdCertFile,
+		EtcdKeyFile:     f.etcdKeyFile,
+		EtcdClientPort:  f.etcdClientPort,
+		ServiceAccounts: f.serviceAccounts.config(),
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/selfsubjectreview"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/localsubjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/selfsubjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/selfsubjectrulesreview"
@@ -38,8 +41,8 @@ import (
 // installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
 // groups under /apis. authz answers access reviews and makes the escalation checks of the
 // rbac registries; rules lists a user's rules for rules reviews.
-func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, rules authorizer.RuleResolver) error {
-	core, err := coreStorage(getter, kubelet)
+func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, rules authorizer.RuleResolver, tokens *serviceAccountTokens) error {
+	core, err := coreStorage(getter, kubelet, tokens)
 	if err != nil {
 		return err
 	}
@@ -69,6 +72,10 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 		group, version string
 		storage        map[string]rest.Storage
 	}{
+		{authenticationv1.GroupName, "v1", map[string]rest.Storage{
+			"tokenreviews":       tokenreview.NewREST(tokens.requestAuthenticator(), tokens.audiences),
+			"selfsubjectreviews": selfsubjectreview.NewREST(),
+		}},
 		{authorizationv1.GroupName, "v1", map[string]rest.Storage{
 			"subjectaccessreviews":      subjectaccessreview.NewREST(authz),
 			"selfsubjectaccessreviews":  selfsubjectaccessreview.NewREST(authz),
@@ -127,7 +134,7 @@ func rbacStorage(getter generic.RESTOptionsGetter, authz authorizer.Authorizer) 
 	}, nil
 }
 
-func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection) (map[string]rest.Storage, error) {
+func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens) (map[string]rest.Storage, error) {
 	pods, err := pod.NewStorage(getter)
 	if err != nil {
 		return nil, err
@@ -157,7 +164,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		return nil, err
 	}
 	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
-	return map[string]rest.Storage{
+	storage := map[string]rest.Storage{
 		"pods":                pods.Pod,
 		"pods/exec":           exec,
 		"pods/attach":         attach,
@@ -178,5 +185,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"configmaps":          configMaps,
 		"secrets":             secrets,
 		"serviceaccounts":     serviceAccounts,
-	}, nil
+	}
+	if tokens.issuer != nil {
+		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,
+			tokens.issuer, tokens.tokenOptions())
+	}
+	return storage, nil
 }

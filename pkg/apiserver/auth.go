@@ -68,6 +68,20 @@ func authorizeDiscovery(_ context.Context, a authorizer.Attributes) (authorizer.
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
+// authorizeSelfSubjectReview lets every authenticated user ask who they are (create
+// selfsubjectreviews, which system:basic-user allows), so that `kubectl auth whoami` works.
+// It stands in for that role's binding until RBAC exists.
+func authorizeSelfSubjectReview(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if !a.IsResourceRequest() || a.GetVerb() != "create" || a.GetAPIGroup() != "authentication.k8s.io" ||
+		a.GetResource() != "selfsubjectreviews" || a.GetSubresource() != "" || a.GetUser() == nil {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if slices.Contains(a.GetUser().GetGroups(), user.AllAuthenticated) {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
 // kubeletAPIAdminSubresources are the node subresources system:kubelet-api-admin may use with
 // any verb: the node API's endpoints, as the node agent authorizes them.
 var kubeletAPIAdminSubresources = []string{"proxy", "metrics", "stats", "log", "pods", "healthz", "configz"}

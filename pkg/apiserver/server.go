@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,12 +43,15 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
+	"github.com/berth-cluster/berth/pkg/apiserver/rbacbootstrap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
 	"github.com/berth-cluster/berth/pkg/auth/rbac"
+	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 
@@ -76,6 +81,9 @@ type Config struct {
 	CompactionInterval time.Duration
 	// ReadyzChecks are added to /readyz (berth up's components).
 	ReadyzChecks []healthz.HealthChecker
+
+	// ServiceAccounts says how service-account tokens are issued and verified.
+	ServiceAccounts ServiceAccountConfig
 }
 
 // Server is a configured API server, ready to Run.
@@ -97,6 +105,7 @@ func (versionProvider) Info() *apimachineryversion.Info { return version.Info() 
 // (policy/v1 Eviction, authentication/v1) that only travel in subresource bodies.
 var servedGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
+	authenticationv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
@@ -115,14 +124,16 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The loopback configuration is complete once serving is set up (its token is made
-	// there), and the RBAC authorizer reads the informers of this client.
 	client, err := kubernetes.NewForConfig(rc.LoopbackClientConfig)
 	if err != nil {
 		return nil, fmt.Errorf("loopback client: %w", err)
 	}
 	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
-	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory)
+	tokens, err := newServiceAccountTokens(c.ServiceAccounts, rc.SharedInformerFactory, client)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory, tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +165,14 @@ func New(c Config) (*Server, error) {
 		go bootstrap(ctx, client)
 		return nil
 	})
+	// The bootstrap roles are reconciled once the RBAC API is served; until then there is
+	// nothing to write them to, and a hook that never finishes would keep /readyz failing.
+	if slices.Contains(servedGroupVersions, rbacv1.SchemeGroupVersion) {
+		rc.AddPostStartHookOrDie(rbacbootstrap.HookName, rbacbootstrap.PostStartHook(bootstrappolicy.Default()))
+	}
 
-	gs, err := rc.Complete().New("berth-apiserver", genericapiserver.NewEmptyDelegate())
+	completed := rc.Complete()
+	gs, err := completed.New("berth-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
@@ -167,9 +184,10 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, rules); err != nil {
+	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, rules, tokens); err != nil {
 		return nil, err
 	}
+	tokens.installOpenID(gs, completed.ExternalAddress)
 	installEmptyCRDList(gs)
 	return &Server{generic: gs, Port: port}, nil
 }
@@ -196,17 +214,25 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 		ln.Close()
 		return 0, fmt.Errorf("secure serving: %w", err)
 	}
+	// The address clients elsewhere reach the server at (kube-apiserver's default
+	// --advertise-address): discovery's server address and the JWKS's URL. A machine with
+	// no routable address (a sandbox) still gets a working single-machine cluster.
+	if gc.PublicAddress, err = ss.DefaultExternalAddress(); err != nil {
+		klog.InfoS("No routable address to advertise; using the loopback address", "err", err)
+		gc.PublicAddress = net.IPv4(127, 0, 0, 1)
+	}
 	// The server talks to itself a lot (admission informers, bootstrap): protobuf is cheaper.
 	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
 	return port, nil
 }
 
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
-// certificate's organizations, so system:masters in the admin kubeconfig), lets anyone read
-// the public paths, lets system:masters do everything and the API server's own kubelet client
-// use the node API (system:kubelet-api-admin's rules), and authorizes everyone else by RBAC,
-// read through informers. It returns the rule resolver of the rules reviews.
-func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory) (authorizer.RuleResolver, error) {
+// certificate's organizations, so system:masters in the admin kubeconfig) and by
+// service-account tokens, lets anyone read the public paths, lets system:masters do
+// everything, every authenticated user ask who they are, and the API server's own kubelet
+// client use the node API (system:kubelet-api-admin's rules), and authorizes everyone else by
+// RBAC, read through factory's informers. It returns the rule resolver of the rules reviews.
+func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens) (authorizer.RuleResolver, error) {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("client CA: %w", err)
@@ -215,10 +241,12 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
-	gc.Authentication.Authenticator = union.New(
-		group.NewAuthenticatedGroupAdder(certs),
-		authenticator.Request(publicAuthenticator{}),
-	)
+	authenticators := []authenticator.Request{group.NewAuthenticatedGroupAdder(certs)}
+	if sa := tokens.requestAuthenticator(); sa != nil {
+		authenticators = append(authenticators, sa)
+	}
+	gc.Authentication.Authenticator = union.New(append(authenticators, publicAuthenticator{})...)
+	gc.Authentication.APIAudiences = tokens.audiences
 	authorizers := []unionauthz.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
 	}
@@ -233,6 +261,7 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 	rbacAuthz := rbac.NewFromListers(rbacv1informers.Roles().Lister(), rbacv1informers.RoleBindings().Lister(),
 		rbacv1informers.ClusterRoles().Lister(), rbacv1informers.ClusterRoleBindings().Lister())
 	authz, err := unionauthz.New(append(authorizers,
+		unionauthz.NamedAuthorizer{AuthorizerName: "basic-user", Authorizer: authorizer.AuthorizerFunc(authorizeSelfSubjectReview)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},

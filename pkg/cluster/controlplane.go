@@ -40,6 +40,9 @@ type Config struct {
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdClientPort is the embedded etcd's loopback client port; 0 picks a free one.
 	EtcdClientPort int
+	// ServiceAccounts configures service-account tokens; without a signing key file, the key
+	// is DataDir/pki/sa.key, made at first start.
+	ServiceAccounts apiserver.ServiceAccountConfig
 	// Components run in this process once the API server is ready (the controllers, the
 	// scheduler and the node agent), each until ctx ends; one that stops is restarted.
 	Components []Component
@@ -97,6 +100,12 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	serviceAccounts := c.ServiceAccounts
+	if serviceAccounts.SigningKeyFile == "" {
+		if serviceAccounts.SigningKeyFile, _, err = pki.EnsureServiceAccountKey(PKIDir(c.DataDir)); err != nil {
+			return err
+		}
+	}
 
 	etcdServers := c.EtcdServers
 	var embedded *etcd.Server
@@ -126,6 +135,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		EtcdKeyFile:           c.EtcdKeyFile,
 		CompactionInterval:    5 * time.Minute,
 		ReadyzChecks:          components.checks(c.Components),
+		ServiceAccounts:       serviceAccounts,
 	})
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@
 //
 //   - namespace: empties namespaces being deleted, then finalizes them;
 //   - serviceaccount: keeps a "default" service account in every active namespace;
-//   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...).
+//   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...);
+//   - clusterrole-aggregation: gives aggregated ClusterRoles (admin, edit, view) the rules of
+//     the roles they select.
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -37,8 +39,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/klog/v2"
 
+	"github.com/berth-cluster/berth/pkg/controllers/clusterroleaggregation"
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
@@ -49,11 +53,44 @@ import (
 // controllerContext is what every controller is built from: clients, the shared informers
 // and the event broadcaster.
 type controllerContext struct {
+	// client is the manager's own client (system:kube-controller-manager in berth up): the
+	// shared informers and the events use it.
 	client      kubernetes.Interface
 	metadata    metadata.Interface
 	discovery   discovery.DiscoveryInterface
 	informers   informers.SharedInformerFactory
 	broadcaster events.EventBroadcaster
+	// credentials gives each controller the client config it writes with: its own service
+	// account's (--use-service-account-credentials), or the manager's; nil means client and
+	// metadata.
+	credentials clientbuilder.ControllerClientBuilder
+}
+
+// clients are what a controller writes with: those of its service account, or the manager's.
+type clients struct {
+	client   kubernetes.Interface
+	metadata metadata.Interface
+}
+
+// clientsFor builds the clients of the controller whose service account in kube-system is
+// account ("namespace-controller", as kube-controller-manager names them).
+func (c controllerContext) clientsFor(account string) (clients, error) {
+	if c.credentials == nil {
+		return clients{client: c.client, metadata: c.metadata}, nil
+	}
+	config, err := c.credentials.Config(account)
+	if err != nil {
+		return clients{}, fmt.Errorf("the credentials of %s: %w", account, err)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return clients{}, err
+	}
+	meta, err := metadata.NewForConfig(config)
+	if err != nil {
+		return clients{}, err
+	}
+	return clients{client: client, metadata: meta}, nil
 }
 
 // recorder is the event recorder of the controller named name ("namespace-controller" is
@@ -72,29 +109,45 @@ type controller interface {
 	Run(ctx context.Context, workers int) error
 }
 
-// controllers are the control loops Run starts; adding one is adding a line. Worker counts
-// follow kube-controller-manager's, except that service accounts get several workers because
+// controllers are the control loops Run starts; adding one is adding a line. account is the
+// service account each writes as with --use-service-account-credentials, bound to its
+// system:controller:<account> role by the bootstrap policy. Worker counts follow
+// kube-controller-manager's, except that service accounts get several workers because
 // clients wait on "default" before they can create pods in a new namespace.
 var controllers = []struct {
-	name    string
-	workers int
-	build   func(controllerContext) controller
+	name, account string
+	workers       int
+	build         func(controllerContext, clients) controller
 }{
-	{"namespace", 10, func(c controllerContext) controller {
-		ctrl := namespace.NewController(c.client, c.metadata, c.discovery, c.informers.Core().V1().Namespaces())
+	{"namespace", "namespace-controller", 10, func(c controllerContext, cl clients) controller {
+		ctrl := namespace.NewController(cl.client, cl.metadata, cl.client.Discovery(), c.informers.Core().V1().Namespaces())
 		ctrl.Recorder = c.recorder("namespace")
 		return ctrl
 	}},
-	{"nodelifecycle", 1, func(c controllerContext) controller {
-		ctrl := nodelifecycle.NewController(c.client, c.informers.Core().V1().Nodes())
+	{"nodelifecycle", "node-controller", 1, func(c controllerContext, cl clients) controller {
+		ctrl := nodelifecycle.NewController(cl.client, c.informers.Core().V1().Nodes())
 		ctrl.Recorder = c.recorder("node-lifecycle")
 		return ctrl
 	}},
-	{"serviceaccount", 5, func(c controllerContext) controller {
-		ctrl := serviceaccount.NewController(c.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())
+	{"clusterrole-aggregation", "clusterrole-aggregation-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := clusterroleaggregation.NewController(cl.client.RbacV1(), c.informers.Rbac().V1().ClusterRoles())
+		ctrl.Recorder = c.recorder("clusterrole-aggregation")
+		return ctrl
+	}},
+	{"serviceaccount", "service-account-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := serviceaccount.NewController(cl.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())
 		ctrl.Recorder = c.recorder("serviceaccount")
 		return ctrl
 	}},
+}
+
+// build builds the i-th controller with its credentials.
+func (c controllerContext) build(i int) (controller, error) {
+	cl, err := c.clientsFor(controllers[i].account)
+	if err != nil {
+		return nil, err
+	}
+	return controllers[i].build(c, cl), nil
 }
 
 // Restart back-off of a controller whose Run returned or panicked: one second doubling to a
@@ -123,6 +176,11 @@ type Options struct {
 	LeaseNamespace string
 	// Identity is this replica's name in the Lease; default "<hostname>_<random uuid>".
 	Identity string
+	// UseServiceAccountCredentials gives each controller the token of its own service account
+	// in kube-system (created if missing, refreshed through TokenRequest), as
+	// kube-controller-manager's --use-service-account-credentials does, so that each holds only
+	// its controller role; otherwise every controller writes with the manager's credentials.
+	UseServiceAccountCredentials bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -153,7 +211,7 @@ func Run(ctx context.Context, config *rest.Config, opts Options) error {
 		return err
 	}
 	config = clientConfig(config)
-	cc, err := newControllerContext(config)
+	cc, err := newControllerContext(config, opts.UseServiceAccountCredentials)
 	if err != nil {
 		return err
 	}
@@ -196,7 +254,7 @@ func clientConfig(config *rest.Config) *rest.Config {
 
 // newControllerContext builds the clients. Informers are built per run of the controllers,
 // since a factory cannot be restarted once stopped.
-func newControllerContext(config *rest.Config) (controllerContext, error) {
+func newControllerContext(config *rest.Config, serviceAccountCredentials bool) (controllerContext, error) {
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return controllerContext{}, fmt.Errorf("creating the API client: %w", err)
@@ -205,7 +263,13 @@ func newControllerContext(config *rest.Config) (controllerContext, error) {
 	if err != nil {
 		return controllerContext{}, fmt.Errorf("creating the metadata client: %w", err)
 	}
-	return controllerContext{client: client, metadata: metadataClient, discovery: client.Discovery()}, nil
+	var credentials clientbuilder.ControllerClientBuilder
+	if serviceAccountCredentials {
+		// The token must be the only credential: with the manager's client certificate
+		// beside it, the API server would authenticate the certificate.
+		credentials = clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(config), client.CoreV1(), metav1.NamespaceSystem)
+	}
+	return controllerContext{client: client, metadata: metadataClient, discovery: client.Discovery(), credentials: credentials}, nil
 }
 
 // runControllers builds the controllers on fresh shared informers, runs them and blocks until
@@ -216,9 +280,15 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	cc.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: cc.client.EventsV1()})
 	cc.broadcaster.StartRecordingToSink(ctx.Done())
 	defer cc.broadcaster.Shutdown()
+	// Every controller is built before the factory starts, so that its informers start
+	// together; one that could not be built is built again by its supervisor, whose Start
+	// then starts the informers it added.
 	built := make([]controller, len(controllers))
 	for i, c := range controllers {
-		built[i] = c.build(cc) // registers informers before the factory starts them
+		var err error
+		if built[i], err = cc.build(i); err != nil {
+			logger.Error(err, "Building a controller failed; retrying", "controller", c.name)
+		}
 	}
 	cc.informers.Start(ctx.Done())
 	defer cc.informers.Shutdown()
@@ -227,7 +297,13 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	for i, c := range controllers {
 		ctx := klog.NewContext(ctx, klog.LoggerWithName(logger, c.name+"-controller"))
 		wg.Go(func() {
-			superviseController(ctx, c.name, c.workers, built[i], func() controller { return c.build(cc) })
+			superviseController(ctx, c.name, c.workers, built[i], func() (controller, error) {
+				ctrl, err := cc.build(i)
+				if err == nil {
+					cc.informers.Start(ctx.Done())
+				}
+				return ctrl, err
+			})
 		})
 	}
 	logger.Info("Started controllers", "count", len(controllers))
@@ -239,12 +315,20 @@ func runControllers(ctx context.Context, cc controllerContext) {
 // all in one process): it is built again (a stopped controller's queue is shut down for
 // good) and run again after a back-off. The new one's event handlers join the started
 // informers, which replay their caches to it.
-func superviseController(ctx context.Context, name string, workers int, ctrl controller, rebuild func() controller) {
+func superviseController(ctx context.Context, name string, workers int, ctrl controller, rebuild func() (controller, error)) {
 	logger := klog.FromContext(ctx)
 	backoff := restartBackoff
 	for {
 		start := time.Now()
-		err := panics.Call(ctx, recovery.Component(name), func() error { return ctrl.Run(ctx, workers) })
+		err := panics.Call(ctx, recovery.Component(name), func() error {
+			if ctrl == nil {
+				var err error
+				if ctrl, err = rebuild(); err != nil {
+					return fmt.Errorf("building it: %w", err)
+				}
+			}
+			return ctrl.Run(ctx, workers)
+		})
 		if ctx.Err() != nil {
 			return
 		}
@@ -261,7 +345,7 @@ func superviseController(ctx context.Context, name string, workers int, ctrl con
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxRestartBackoff)
-		ctrl = rebuild()
+		ctrl = nil // a stopped controller's queue is shut down for good: build a new one
 	}
 }
 

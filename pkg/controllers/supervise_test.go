@@ -42,9 +42,9 @@ func TestSuperviseControllerRestartsAStoppedController(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		superviseController(ctx, "flaky", 1, flakyController{&runs}, func() controller {
+		superviseController(ctx, "flaky", 1, flakyController{&runs}, func() (controller, error) {
 			builds.Add(1)
-			return flakyController{&runs}
+			return flakyController{&runs}, nil
 		})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -64,4 +64,41 @@ func TestSuperviseControllerRestartsAStoppedController(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("superviseController did not return after its context ended")
 	}
+}
+
+// TestSuperviseBuildsAgain: a controller that could not be built (its service account's
+// credentials were not there yet) is built again after a back-off, and then runs.
+func TestSuperviseBuildsAgain(t *testing.T) {
+	restartBackoff, maxRestartBackoff = 10*time.Millisecond, 20*time.Millisecond
+	t.Cleanup(func() { restartBackoff, maxRestartBackoff = time.Second, time.Minute })
+	var runs, builds atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		superviseController(ctx, "unbuilt", 1, nil, func() (controller, error) {
+			if builds.Add(1) < 3 {
+				return nil, errors.New("no token yet")
+			}
+			return blockingController{&runs}, nil
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for runs.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r, b := runs.Load(), builds.Load(); r != 1 || b != 3 {
+		t.Errorf("runs = %d, builds = %d; want 1 run after 3 builds", r, b)
+	}
+	cancel()
+	<-done
+}
+
+// blockingController runs until its context ends.
+type blockingController struct{ runs *atomic.Int32 }
+
+func (c blockingController) Run(ctx context.Context, _ int) error {
+	c.runs.Add(1)
+	<-ctx.Done()
+	return nil
 }

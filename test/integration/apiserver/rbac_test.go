@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -51,8 +53,8 @@ func newRBACUser(t *testing.T, c *framework.Cluster, name string, groups ...stri
 	return rbacUser{kubeconfig: path, client: kubernetes.NewForConfigOrDie(config)}
 }
 
-// kubectl runs the real kubectl with kubeconfig and returns its combined output.
-func kubectl(t *testing.T, ctx context.Context, kubeconfig string, args ...string) (string, error) {
+// kubectlAs runs the real kubectl as kubeconfig's user and returns its combined output.
+func kubectlAs(t *testing.T, ctx context.Context, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
 	return kubectlBin(t, ctx, kubectlBinaries(t)[0], kubeconfig, args...)
 }
@@ -87,7 +89,7 @@ func eventually(t *testing.T, ctx context.Context, kubeconfig, want string, args
 	t.Helper()
 	var out string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		out, _ = kubectl(t, ctx, kubeconfig, args...)
+		out, _ = kubectlAs(t, ctx, kubeconfig, args...)
 		return lastLine(out) == strings.TrimSpace(want), nil
 	})
 	if err != nil {
@@ -98,29 +100,6 @@ func eventually(t *testing.T, ctx context.Context, kubeconfig, want string, args
 func mustCreate[T any](t *testing.T, ctx context.Context, create func(context.Context, T, metav1.CreateOptions) (T, error), obj T) {
 	t.Helper()
 	if _, err := create(ctx, obj, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// basicUser lets every authenticated user ask what they may do, as the bootstrap
-// system:basic-user binding does; the tests bind it themselves until that policy exists.
-func basicUser(t *testing.T, ctx context.Context, admin kubernetes.Interface) {
-	t.Helper()
-	const name = "test:basic-user"
-	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"},
-			Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: "system:authenticated"}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }
@@ -143,7 +122,7 @@ func TestRBACRoleBinding(t *testing.T) {
 	jane := newRBACUser(t, c, "jane", "readers-"+ns)
 	robot := newRBACUser(t, c, "system:serviceaccount:"+ns+":robot", "system:serviceaccounts", "system:serviceaccounts:"+ns)
 
-	out, err := kubectl(t, ctx, jane.kubeconfig, "get", "pods", "-n", ns)
+	out, err := kubectlAs(t, ctx, jane.kubeconfig, "get", "pods", "-n", ns)
 	want := `Error from server (Forbidden): pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "` + ns + `"`
 	if err == nil || strings.TrimSpace(out) != want {
 		t.Fatalf("jane before any binding: %q, %v; want %q", out, err, want)
@@ -167,7 +146,7 @@ func TestRBACRoleBinding(t *testing.T) {
 		name string
 		rbacUser
 	}{{"jane", jane}, {"system:serviceaccount:" + ns + ":robot", robot}} {
-		out, err := kubectl(t, ctx, u.kubeconfig, "get", "pods", "-n", other)
+		out, err := kubectlAs(t, ctx, u.kubeconfig, "get", "pods", "-n", other)
 		want := `Error from server (Forbidden): pods is forbidden: User "` + u.name + `" cannot list resource "pods" in API group "" in the namespace "` + other + `"`
 		if err == nil || strings.TrimSpace(out) != want {
 			t.Errorf("%s in another namespace: %q, %v; want %q", u.name, out, err, want)
@@ -186,7 +165,7 @@ func TestRBACRoleBinding(t *testing.T) {
 		t.Errorf("defaults: roleRef %+v, subjects %+v", rb.RoleRef, rb.Subjects)
 	}
 
-	out, err = kubectl(t, ctx, cluster.AdminKubeconfigPath(c.DataDir), "get", "rolebindings", "-n", ns, "-o", "wide")
+	out, err = kubectlAs(t, ctx, cluster.AdminKubeconfigPath(c.DataDir), "get", "rolebindings", "-n", ns, "-o", "wide")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if err != nil || len(lines) != 2 ||
 		strings.Join(strings.Fields(lines[0]), " ") != "NAME ROLE AGE USERS GROUPS SERVICEACCOUNTS" {
@@ -195,11 +174,19 @@ func TestRBACRoleBinding(t *testing.T) {
 	if f := strings.Fields(lines[1]); len(f) != 5 || f[0] != "readers" || f[1] != "Role/pod-reader" || f[3] != "readers-"+ns || f[4] != ns+"/robot" {
 		t.Errorf("rolebinding row %q", lines[1])
 	}
-	out, err = kubectl(t, ctx, cluster.AdminKubeconfigPath(c.DataDir), "get", "roles", "-n", ns)
+	out, err = kubectlAs(t, ctx, cluster.AdminKubeconfigPath(c.DataDir), "get", "roles", "-n", ns)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if err != nil || len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME CREATED AT" ||
 		!strings.HasPrefix(lines[1], "pod-reader ") || !strings.HasSuffix(lines[1], "Z") {
 		t.Errorf("kubectl get roles: %q, %v", out, err)
+	}
+
+	// Server-side apply knows the rbac types: the apply records its manager's fields.
+	applied, err := c.Client.RbacV1().Roles(ns).Apply(ctx, rbacv1ac.Role("applied", ns).WithRules(
+		rbacv1ac.PolicyRule().WithVerbs("get").WithAPIGroups("").WithResources("configmaps")), metav1.ApplyOptions{FieldManager: "rbac-test"})
+	if err != nil || len(applied.ManagedFields) != 1 || applied.ManagedFields[0].Manager != "rbac-test" ||
+		applied.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Errorf("applying a role: %+v, %v", applied, err)
 	}
 
 	// The role a binding refers to cannot change.
@@ -227,7 +214,6 @@ func TestRBACCanI(t *testing.T) {
 	admin := cluster.AdminKubeconfigPath(c.DataDir)
 	ns, other := newNamespace(t, ctx, c.Client), newNamespace(t, ctx, c.Client)
 	alice := newRBACUser(t, c, "alice-"+ns)
-	basicUser(t, ctx, c.Client)
 	mustCreate(t, ctx, c.Client.RbacV1().Roles(ns).Create, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "dev"},
 		Rules: append([]rbacv1.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}}},
@@ -250,7 +236,7 @@ func TestRBACCanI(t *testing.T) {
 		{[]string{"list", "pods", "-n", other}, "no"},
 		{[]string{"list", "pods", "--all-namespaces"}, "no"},
 		{[]string{"create", "selfsubjectaccessreviews.authorization.k8s.io"}, "yes"},
-		// Anyone may read /healthz (system:public-info-viewer on a real cluster).
+		// Anyone may read /healthz: system:public-info-viewer.
 		{[]string{"get", "/healthz"}, "yes"},
 		{[]string{"post", "/healthz"}, "no"},
 	} {
@@ -282,7 +268,7 @@ func TestRBACCanI(t *testing.T) {
 		{[]string{"list", "pods", "-n", other, "--as", "bob", "--as-group", "devs-" + ns}, "no"},
 		{[]string{"*", "*"}, "yes"},
 	} {
-		out, err := kubectl(t, ctx, admin, append([]string{"auth", "can-i"}, tt.args...)...)
+		out, err := kubectlAs(t, ctx, admin, append([]string{"auth", "can-i"}, tt.args...)...)
 		if strings.TrimSpace(out) != tt.want || (err == nil) != (tt.want == "yes") {
 			t.Errorf("admin: kubectl auth can-i %s: %q, %v; want %s", strings.Join(tt.args, " "), out, err, tt.want)
 		}
@@ -300,12 +286,12 @@ func TestRBACCanI(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "impersonator-" + ns, APIGroup: rbacv1.GroupName}},
 	})
 	eventually(t, ctx, imp.kubeconfig, "yes\n", "auth", "can-i", "list", "pods", "-n", ns, "--as", "alice-"+ns)
-	out, err := kubectl(t, ctx, imp.kubeconfig, "get", "pods", "-n", ns, "--as", "bob")
+	out, err := kubectlAs(t, ctx, imp.kubeconfig, "get", "pods", "-n", ns, "--as", "bob")
 	want := `Error from server (Forbidden): users "bob" is forbidden: User "impersonator-` + ns + `" cannot impersonate resource "users" in API group "" at the cluster scope`
 	if err == nil || strings.TrimSpace(out) != want {
 		t.Errorf("impersonating bob: %q, %v; want %q", out, err, want)
 	}
-	out, err = kubectl(t, ctx, imp.kubeconfig, "get", "pods", "-n", ns)
+	out, err = kubectlAs(t, ctx, imp.kubeconfig, "get", "pods", "-n", ns)
 	if err == nil || !contains(out, `User "impersonator-`+ns+`" cannot list resource "pods"`) {
 		t.Errorf("the impersonator as itself: %q, %v", out, err)
 	}
@@ -329,37 +315,53 @@ func TestRBACCanI(t *testing.T) {
 	if !errors.As(err, &status) || !apierrors.IsInvalid(err) || status.Status().Details.Causes[0].Field != "spec.resourceAttributes.namespace" {
 		t.Errorf("a local review of another namespace: %v, want 422 naming spec.resourceAttributes.namespace", err)
 	}
-	// A rules review lists what RBAC grants, and RBAC's list is complete.
+	// A rules review lists what RBAC grants (here only what the bootstrap policy gives every
+	// authenticated user), and RBAC's list is complete.
 	rules, err := newRBACUser(t, c, "nobody-"+ns).client.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
 		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
-	if err != nil || rules.Status.Incomplete || rules.Status.EvaluationError != "" || len(rules.Status.ResourceRules) != 1 ||
-		len(rules.Status.NonResourceRules) != 0 || rules.Status.ResourceRules[0].Resources[0] != "selfsubjectaccessreviews" {
-		t.Errorf("a rules review: %+v, %v; want the self-review rule alone", rules, err)
+	if err != nil || rules.Status.Incomplete || rules.Status.EvaluationError != "" || len(rules.Status.NonResourceRules) == 0 {
+		t.Fatalf("a rules review: %+v, %v", rules, err)
+	}
+	for _, r := range rules.Status.ResourceRules {
+		if r.APIGroups[0] != "authorization.k8s.io" && r.APIGroups[0] != "authentication.k8s.io" {
+			t.Errorf("nobody holds %+v", r)
+		}
 	}
 }
 
-// canIList checks kubectl auth can-i --list for alice: a header and her rules, from RBAC.
+// canIList checks kubectl auth can-i --list for alice: her Role's rules and those the
+// bootstrap policy gives every authenticated user (system:basic-user, system:discovery,
+// system:public-info-viewer), one row per rule, as a real cluster lists them.
 func canIList(t *testing.T, out string) {
 	t.Helper()
-	var rows []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		rows = append(rows, strings.Join(strings.Fields(line), " "))
+	var resources, paths []string
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if h := strings.Join(strings.Fields(lines[0]), " "); h != "Resources Non-Resource URLs Resource Names Verbs" {
+		t.Errorf("kubectl auth can-i --list header %q", h)
 	}
-	for _, want := range []string{
-		"Resources Non-Resource URLs Resource Names Verbs",
+	for _, line := range lines[1:] {
+		row := strings.Join(strings.Fields(line), " ")
+		if strings.HasPrefix(row, "[") {
+			paths = append(paths, row)
+		} else {
+			resources = append(resources, row)
+		}
+	}
+	want := []string{
+		"selfsubjectreviews.authentication.k8s.io [] [] [create]",
 		"selfsubjectaccessreviews.authorization.k8s.io [] [] [create]",
 		"selfsubjectrulesreviews.authorization.k8s.io [] [] [create]",
 		"leases.coordination.k8s.io [] [] [create]",
 		"pods [] [] [get list watch]",
-	} {
-		if !contains(strings.Join(rows, "\n")+"\n", want+"\n") {
-			t.Errorf("kubectl auth can-i --list lacks %q:\n%s", want, out)
+	}
+	if strings.Join(resources, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kubectl auth can-i --list resources:\n%s\nwant\n%s", strings.Join(resources, "\n"), strings.Join(want, "\n"))
+	}
+	for _, p := range []string{"[/api] [] [get]", "[/apis/*] [] [get]", "[/healthz] [] [get]", "[/version] [] [get]"} {
+		if !slices.Contains(paths, p) {
+			t.Errorf("kubectl auth can-i --list lacks %q:\n%s", p, out)
 		}
 	}
-	if len(rows) != 5 {
-		t.Errorf("kubectl auth can-i --list: %d rows, want 5:\n%s", len(rows), out)
-	}
-
 }
 
 // TestRBACEscalation: a user who may create role bindings but holds few rules cannot bind a
@@ -371,7 +373,6 @@ func TestRBACEscalation(t *testing.T) {
 	ns := newNamespace(t, ctx, c.Client)
 	name := "mallory-" + ns
 	mallory := newRBACUser(t, c, name, "escalators")
-	basicUser(t, ctx, c.Client)
 	mustCreate(t, ctx, c.Client.RbacV1().Roles(ns).Create, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "binder"},
 		Rules: append([]rbacv1.PolicyRule{{Verbs: []string{"create", "update", "get"}, APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings", "roles"}}},
@@ -393,14 +394,14 @@ func TestRBACEscalation(t *testing.T) {
 	mustCreate(t, ctx, c.Client.RbacV1().ClusterRoles().Create, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: small}, Rules: podReader})
 	eventually(t, ctx, mallory.kubeconfig, "yes\n", "auth", "can-i", "create", "rolebindings.rbac.authorization.k8s.io", "-n", ns)
 
-	out, err := kubectl(t, ctx, mallory.kubeconfig, "create", "rolebinding", "grab", "--clusterrole", big, "--user", name, "-n", ns)
+	out, err := kubectlAs(t, ctx, mallory.kubeconfig, "create", "rolebinding", "grab", "--clusterrole", big, "--user", name, "-n", ns)
 	want := `rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user "` + name + `" (groups=["escalators" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:
 {APIGroups:[""], Resources:["pods"], Verbs:["delete"]}
 {APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}`
 	if err == nil || !contains(out, want) {
 		t.Errorf("binding a bigger role: %q, %v; want %q", out, err, want)
 	}
-	if out, err := kubectl(t, ctx, mallory.kubeconfig, "create", "rolebinding", "fine", "--clusterrole", small, "--user", name, "-n", ns); err != nil {
+	if out, err := kubectlAs(t, ctx, mallory.kubeconfig, "create", "rolebinding", "fine", "--clusterrole", small, "--user", name, "-n", ns); err != nil {
 		t.Errorf("binding a role whose rules mallory holds: %q, %v", out, err)
 	}
 	_, err = mallory.client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
@@ -426,7 +427,7 @@ func TestRBACEscalation(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: name, APIGroup: rbacv1.GroupName}},
 	})
 	eventually(t, ctx, mallory.kubeconfig, "yes\n", "auth", "can-i", "bind", "clusterroles.rbac.authorization.k8s.io/"+big, "-n", ns)
-	if out, err := kubectl(t, ctx, mallory.kubeconfig, "create", "rolebinding", "grab", "--clusterrole", big, "--user", name, "-n", ns); err != nil {
+	if out, err := kubectlAs(t, ctx, mallory.kubeconfig, "create", "rolebinding", "grab", "--clusterrole", big, "--user", name, "-n", ns); err != nil {
 		t.Errorf("binding a bigger role with bind: %q, %v", out, err)
 	}
 	_, err = mallory.client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
@@ -445,5 +446,40 @@ func TestRBACEscalation(t *testing.T) {
 	}, metav1.CreateOptions{})
 	if !apierrors.IsNotFound(err) || err.Error() != `rolebindings.rbac.authorization.k8s.io "ghost" not found` {
 		t.Errorf("binding a missing role: %v", err)
+	}
+}
+
+// TestRBACBootstrapEscalation: with the bootstrap roles, a namespace's `admin` may create
+// role bindings there but not one to cluster-admin (403, upstream's text), and `edit` may not
+// create role bindings at all.
+func TestRBACBootstrapEscalation(t *testing.T) {
+	c := sharedCluster(t)
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, c.Client)
+	for _, role := range []string{"admin", "edit"} {
+		mustCreate(t, ctx, c.Client.RbacV1().RoleBindings(ns).Create, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: role, APIGroup: rbacv1.GroupName},
+			Subjects:   []rbacv1.Subject{{Kind: "User", Name: role + "-" + ns, APIGroup: rbacv1.GroupName}},
+		})
+	}
+	admin, edit := newRBACUser(t, c, "admin-"+ns), newRBACUser(t, c, "edit-"+ns)
+	// admin and edit are aggregated by the clusterrole-aggregation controller.
+	eventually(t, ctx, admin.kubeconfig, "yes", "auth", "can-i", "create", "rolebindings.rbac.authorization.k8s.io", "-n", ns)
+	eventually(t, ctx, edit.kubeconfig, "yes", "auth", "can-i", "create", "configmaps", "-n", ns)
+
+	out, err := kubectlAs(t, ctx, admin.kubeconfig, "create", "rolebinding", "root", "--clusterrole", "cluster-admin", "--user", "admin-"+ns, "-n", ns)
+	want := `rolebindings.rbac.authorization.k8s.io "root" is forbidden: user "admin-` + ns + `" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+{APIGroups:["*"], Resources:["*"], Verbs:["*"]}`
+	if err == nil || !contains(out, want) {
+		t.Errorf("admin binding cluster-admin: %q, %v; want %q", out, err, want)
+	}
+	if out, err := kubectlAs(t, ctx, admin.kubeconfig, "create", "rolebinding", "viewers", "--clusterrole", "view", "--group", "viewers", "-n", ns); err != nil {
+		t.Errorf("admin binding view: %q, %v", out, err)
+	}
+	out, err = kubectlAs(t, ctx, edit.kubeconfig, "create", "rolebinding", "root", "--clusterrole", "cluster-admin", "--user", "edit-"+ns, "-n", ns)
+	want = `rolebindings.rbac.authorization.k8s.io is forbidden: User "edit-` + ns + `" cannot create resource "rolebindings" in API group "rbac.authorization.k8s.io" in the namespace "` + ns + `"`
+	if err == nil || !contains(out, want) {
+		t.Errorf("edit binding cluster-admin: %q, %v; want %q", out, err, want)
 	}
 }
