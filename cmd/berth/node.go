@@ -88,7 +88,10 @@ func newNodeCommand() *cobra.Command {
 runs the pods bound to it on containerd through the CRI (starting containerd itself when
 nothing answers on the runtime endpoint). Its state lives in DATA_DIR/node; the node API's
 certificate is issued from the cluster CA in DATA_DIR/pki (joining nodes of other machines comes
-with a later part).`,
+with a later part). Its kubeconfig should be the node's own identity, which the node authorizer
+limits to this node's objects:
+
+  berth kubeconfig --user system:node:NODE --group system:nodes > node.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)

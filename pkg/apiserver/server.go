@@ -50,6 +50,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/rbacbootstrap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+	nodeauth "github.com/berth-cluster/berth/pkg/auth/node"
 	"github.com/berth-cluster/berth/pkg/auth/rbac"
 	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
 	"github.com/berth-cluster/berth/pkg/version"
@@ -133,7 +134,15 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory, tokens)
+	// The node authorizer's graph follows the pods (and, once served, PVs and volume
+	// attachments) through the informers admission shares; the generic server starts them.
+	nodeGraph := nodeauth.NewGraph()
+	if _, err := nodeauth.AddGraphEventHandlers(nodeGraph, nodeauth.Informers{
+		Pods: rc.SharedInformerFactory.Core().V1().Pods().Informer(),
+	}); err != nil {
+		return nil, fmt.Errorf("node authorizer: %w", err)
+	}
+	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory, tokens, nodeGraph)
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +238,11 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
 // certificate's organizations, so system:masters in the admin kubeconfig) and by
 // service-account tokens, lets anyone read the public paths, lets system:masters do
-// everything, every authenticated user ask who they are, and the API server's own kubelet
-// client use the node API (system:kubelet-api-admin's rules), and authorizes everyone else by
-// RBAC, read through factory's informers. It returns the rule resolver of the rules reviews.
-func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens) (authorizer.RuleResolver, error) {
+// everything, nodes what the node authorizer allows them over nodeGraph, every authenticated
+// user ask who they are, and the API server's own kubelet client use the node API
+// (system:kubelet-api-admin's rules), and authorizes everyone else by RBAC, read through
+// factory's informers. It returns the rule resolver of the rules reviews.
+func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph) (authorizer.RuleResolver, error) {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("client CA: %w", err)
@@ -247,8 +257,12 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 	}
 	gc.Authentication.Authenticator = union.New(append(authenticators, publicAuthenticator{})...)
 	gc.Authentication.APIAudiences = tokens.audiences
+	nodeAuthz := nodeauth.NewAuthorizer(nodeGraph, bootstrappolicy.NodeRules())
 	authorizers := []unionauthz.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+		// Named as kube-apiserver names its --authorization-mode=Node authorizer: the name
+		// prefixes its reasons in a 403 ("node: no relationship found ...").
+		{AuthorizerName: "node", Authorizer: nodeAuthz},
 	}
 	if c.KubeletClientCertFile != "" {
 		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
@@ -271,8 +285,9 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 	}
 	gc.Authorization.Authorizer = authz
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
-	// Only RBAC can list a user's rules; the node authorizer will join with its "incomplete".
-	return unionauthz.NewRuleResolvers(rbacAuthz), nil
+	// As kube-apiserver's: the node authorizer cannot list a node's rules and says the list
+	// is incomplete; RBAC lists everyone's.
+	return unionauthz.NewRuleResolvers(nodeAuthz, rbacAuthz), nil
 }
 
 // applyStorage keeps every resource in etcd as protobuf, under the external version, behind

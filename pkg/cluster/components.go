@@ -15,14 +15,18 @@ import (
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
-// Component is a long-running part of the cluster that talks to the API server as the admin:
-// the controllers, the scheduler, the node agent. Run blocks until ctx ends. One that returns
+// Component is a long-running part of the cluster that talks to the API server: the
+// controllers, the scheduler, the node agent. Run blocks until ctx ends. One that returns
 // early, with an error or not, or panics, is restarted with back-off: in one process, one
 // part's fault must not end the others (DESIGN.md).
 type Component struct {
 	// Name is how the logs and the API server's /readyz ("component-NAME") call it.
 	Name string
-	Run  func(ctx context.Context, admin *rest.Config) error
+	// Identity is who it is to the API server: Run's config carries a client certificate of
+	// the cluster CA for it when the control plane runs components as themselves
+	// (Config.ComponentIdentities). Without a user, or otherwise, it runs as the admin.
+	Identity Identity
+	Run      func(ctx context.Context, config *rest.Config) error
 }
 
 // Back-off between restarts of a component: 1 s doubling to 30 s, back to 1 s after a run
@@ -41,13 +45,13 @@ type supervisor struct {
 
 func newSupervisor() *supervisor { return &supervisor{down: map[string]error{}} }
 
-// run runs c until ctx ends, restarting it whenever it stops.
-func (s *supervisor) run(ctx context.Context, c Component, admin func() *rest.Config) {
+// run runs c with a fresh copy of config until ctx ends, restarting it whenever it stops.
+func (s *supervisor) run(ctx context.Context, c Component, config func() *rest.Config) {
 	logger := klog.FromContext(ctx).WithValues("component", c.Name)
 	backoff := restartInitialBackoff
 	for {
 		start := time.Now()
-		err := panics.Call(ctx, "component/"+c.Name, func() error { return c.Run(ctx, admin()) })
+		err := panics.Call(ctx, "component/"+c.Name, func() error { return c.Run(ctx, config()) })
 		if ctx.Err() != nil {
 			return
 		}

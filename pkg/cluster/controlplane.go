@@ -46,6 +46,9 @@ type Config struct {
 	// Components run in this process once the API server is ready (the controllers, the
 	// scheduler and the node agent), each until ctx ends; one that stops is restarted.
 	Components []Component
+	// ComponentIdentities runs each component as its Identity, with a client certificate
+	// issued from the cluster CA; false runs them all as the admin.
+	ComponentIdentities bool
 }
 
 // ControlPlane is a control plane of one process.
@@ -142,7 +145,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 	}
 	serverURL := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(server.Port))
 	adminPath := AdminKubeconfigPath(c.DataDir)
-	if err := writeKubeconfig(adminPath, serverURL, certs.ca, "admin", []string{"system:masters"}); err != nil {
+	if err := writeKubeconfig(adminPath, serverURL, certs.ca, AdminIdentity.User, AdminIdentity.Groups); err != nil {
 		return err
 	}
 	admin, err := clientcmd.BuildConfigFromFlags("", adminPath)
@@ -190,8 +193,12 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		logger.Info("API server is ready", "url", serverURL, "kubeconfig", adminPath)
 		close(cp.ready)
 		for _, component := range c.Components {
+			config, err := cp.componentConfig(component, certs.ca)
+			if err != nil {
+				return err
+			}
 			g.Go(func() error {
-				components.run(gctx, component, func() *rest.Config { return rest.CopyConfig(admin) })
+				components.run(gctx, component, func() *rest.Config { return rest.CopyConfig(config) })
 				return nil
 			})
 		}
@@ -207,6 +214,19 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// componentConfig is the client configuration c runs with: the admin's, with c's own
+// certificate when the control plane runs components as themselves.
+func (cp *ControlPlane) componentConfig(c Component, ca *pki.CA) (*rest.Config, error) {
+	if !cp.cfg.ComponentIdentities || c.Identity.User == "" {
+		return rest.CopyConfig(cp.admin), nil
+	}
+	config, err := identityConfig(cp.admin, PKIDir(cp.cfg.DataDir), ca, c.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("component %s: %w", c.Name, err)
+	}
+	return config, nil
 }
 
 // waitReady polls /readyz until the API server says it is ready.

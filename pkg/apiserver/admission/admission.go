@@ -1,6 +1,7 @@
 // Package admission holds berth's admission plugins: the "admit" step of a request's path
 // ("decode → default → validate → admit → store") for what Kubernetes does in admission rather
-// than in defaulting — the service account of a pod, its priority, its default tolerations.
+// than in defaulting — the service account of a pod, its priority, its default tolerations —
+// and what a node's credentials may write (NodeRestriction).
 // NamespaceLifecycle comes from k8s.io/apiserver itself.
 package admission
 
@@ -14,6 +15,7 @@ import (
 var Order = []string{
 	lifecycle.PluginName,
 	ServiceAccountPluginName,
+	NodeRestrictionPluginName,
 	DefaultTolerationSecondsPluginName,
 	PriorityPluginName,
 }
@@ -21,6 +23,7 @@ var Order = []string{
 // Register adds berth's plugins to plugins.
 func Register(plugins *admission.Plugins) {
 	registerServiceAccount(plugins)
+	registerNodeRestriction(plugins)
 	registerDefaultTolerationSeconds(plugins)
 	registerPriority(plugins)
 }

@@ -43,6 +43,8 @@ type Options struct {
 	EtcdServers []string
 	// Components run beside the controllers once the API server is ready (a scheduler, ...).
 	Components []cluster.Component
+	// ComponentIdentities runs each component as its own Identity instead of the admin.
+	ComponentIdentities bool
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -80,6 +82,8 @@ func start(o Options) (*Cluster, error) {
 		Port:        0,
 		EtcdServers: o.EtcdServers,
 		Components:  components,
+
+		ComponentIdentities: o.ComponentIdentities,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
