@@ -18,6 +18,7 @@ go run k8s.io/kube-openapi/cmd/openapi-gen \
   k8s.io/api/policy/v1 \
   k8s.io/api/authentication/v1 \
   k8s.io/api/authorization/v1 \
+  k8s.io/api/rbac/v1 \
   k8s.io/apimachinery/pkg/apis/meta/v1 \
   k8s.io/apimachinery/pkg/runtime \
   k8s.io/apimachinery/pkg/version \

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -16,6 +17,9 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/tokenreview"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/localsubjectaccessreview"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/selfsubjectaccessreview"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/selfsubjectrulesreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/subjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/coordination/lease"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
@@ -25,13 +29,19 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrole"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/escalation"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/role"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/rolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/scheduling/priorityclass"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
 )
 
 // installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
-// groups under /apis. authz answers subject access reviews.
-func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, tokens *serviceAccountTokens) error {
+// groups under /apis. authz answers access reviews and makes the escalation checks of the
+// rbac registries; rules lists a user's rules for rules reviews.
+func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, rules authorizer.RuleResolver, tokens *serviceAccountTokens) error {
 	core, err := coreStorage(getter, kubelet, tokens)
 	if err != nil {
 		return err
@@ -54,6 +64,10 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 	if err != nil {
 		return err
 	}
+	rbacStorage, err := rbacStorage(getter, authz)
+	if err != nil {
+		return err
+	}
 	groups := []struct {
 		group, version string
 		storage        map[string]rest.Storage
@@ -62,10 +76,16 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 			"tokenreviews":       tokenreview.NewREST(tokens.requestAuthenticator(), tokens.audiences),
 			"selfsubjectreviews": selfsubjectreview.NewREST(),
 		}},
-		{authorizationv1.GroupName, "v1", map[string]rest.Storage{"subjectaccessreviews": subjectaccessreview.NewREST(authz)}},
+		{authorizationv1.GroupName, "v1", map[string]rest.Storage{
+			"subjectaccessreviews":      subjectaccessreview.NewREST(authz),
+			"selfsubjectaccessreviews":  selfsubjectaccessreview.NewREST(authz),
+			"localsubjectaccessreviews": localsubjectaccessreview.NewREST(authz),
+			"selfsubjectrulesreviews":   selfsubjectrulesreview.NewREST(rules),
+		}},
 		{coordinationv1.GroupName, "v1", map[string]rest.Storage{"leases": leases}},
 		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
 		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},
+		{rbacv1.GroupName, "v1", rbacStorage},
 	}
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
 	for _, g := range groups {
@@ -81,6 +101,37 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 
 func newGroup(group string) genericapiserver.APIGroupInfo {
 	return genericapiserver.NewDefaultAPIGroupInfo(group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
+}
+
+// rbacStorage builds the four rbac stores, then their endpoints, whose escalation checks
+// read all four stores.
+func rbacStorage(getter generic.RESTOptionsGetter, authz authorizer.Authorizer) (map[string]rest.Storage, error) {
+	roles, err := role.NewStore(getter)
+	if err != nil {
+		return nil, err
+	}
+	roleBindings, err := rolebinding.NewStore(getter)
+	if err != nil {
+		return nil, err
+	}
+	clusterRoles, err := clusterrole.NewStore(getter)
+	if err != nil {
+		return nil, err
+	}
+	clusterRoleBindings, err := clusterrolebinding.NewStore(getter)
+	if err != nil {
+		return nil, err
+	}
+	guard := escalation.Guard{
+		Authorizer: authz,
+		Resolver:   escalation.StoreResolver(roles, roleBindings, clusterRoles, clusterRoleBindings),
+	}
+	return map[string]rest.Storage{
+		"roles":               role.NewREST(roles, guard),
+		"rolebindings":        rolebinding.NewREST(roleBindings, guard),
+		"clusterroles":        clusterrole.NewREST(clusterRoles, guard),
+		"clusterrolebindings": clusterrolebinding.NewREST(clusterRoleBindings, guard),
+	}, nil
 }
 
 func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens) (map[string]rest.Storage, error) {

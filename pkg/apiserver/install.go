@@ -3,6 +3,7 @@ package apiserver
 import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -15,13 +16,16 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/rolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/scheduling/priorityclass"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
 )
 
 // The defaults, conversions and field-selector labels of each resource join the scheme here:
-// the scheme package cannot import the registries, which import it. Leases and priority
-// classes are selected by metadata only, which the scheme allows without a function.
+// the scheme package cannot import the registries, which import it. Leases, priority
+// classes, roles and bindings are selected by metadata only, which the scheme allows
+// without a function.
 func init() {
 	s := scheme.Scheme
 	addDefaults(s, pod.SetDefaults, func(l *corev1.PodList) []corev1.Pod { return l.Items })
@@ -30,6 +34,8 @@ func init() {
 	addDefaults(s, configmap.SetDefaults, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })
 	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
+	addDefaults(s, rolebinding.SetDefaults, func(l *rbacv1.RoleBindingList) []rbacv1.RoleBinding { return l.Items })
+	addDefaults(s, clusterrolebinding.SetDefaults, func(l *rbacv1.ClusterRoleBindingList) []rbacv1.ClusterRoleBinding { return l.Items })
 	utilruntime.Must(event.RegisterConversions(s))
 	utilruntime.Must(registerQueryParameterConversions(s))
 

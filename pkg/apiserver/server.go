@@ -51,6 +51,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
 	nodeauth "github.com/berth-cluster/berth/pkg/auth/node"
+	"github.com/berth-cluster/berth/pkg/auth/rbac"
 	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
 	"github.com/berth-cluster/berth/pkg/version"
 )
@@ -110,6 +111,7 @@ var servedGroupVersions = []schema.GroupVersion{
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion,
 }
 
 // New builds the API server.
@@ -140,7 +142,8 @@ func New(c Config) (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("node authorizer: %w", err)
 	}
-	if err := applyAuth(c, &rc.Config, tokens, nodeGraph); err != nil {
+	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory, tokens, nodeGraph)
+	if err != nil {
 		return nil, err
 	}
 	if err := applyStorage(c, &rc.Config, effective); err != nil {
@@ -190,7 +193,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, tokens); err != nil {
+	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, rules, tokens); err != nil {
 		return nil, err
 	}
 	tokens.installOpenID(gs, completed.ExternalAddress)
@@ -234,17 +237,18 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
 // certificate's organizations, so system:masters in the admin kubeconfig) and by
-// service-account tokens, lets anyone read the public paths, and, until RBAC arrives, lets
-// system:masters do everything, nodes what the node authorizer allows them over nodeGraph,
-// every authenticated user ask who they are, and the API server's own kubelet client use the
-// node API (system:kubelet-api-admin's rules).
-func applyAuth(c Config, gc *genericapiserver.Config, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph) error {
+// service-account tokens, lets anyone read the public paths, lets system:masters do
+// everything, nodes what the node authorizer allows them over nodeGraph, every authenticated
+// user ask who they are, and the API server's own kubelet client use the node API
+// (system:kubelet-api-admin's rules), and authorizes everyone else by RBAC, read through
+// factory's informers. It returns the rule resolver of the rules reviews.
+func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph) (authorizer.RuleResolver, error) {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
-		return fmt.Errorf("client CA: %w", err)
+		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
-		return fmt.Errorf("client CA: %w", err)
+		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
 	authenticators := []authenticator.Request{group.NewAuthenticatedGroupAdder(certs)}
@@ -253,30 +257,37 @@ func applyAuth(c Config, gc *genericapiserver.Config, tokens *serviceAccountToke
 	}
 	gc.Authentication.Authenticator = union.New(append(authenticators, publicAuthenticator{})...)
 	gc.Authentication.APIAudiences = tokens.audiences
+	nodeAuthz := nodeauth.NewAuthorizer(nodeGraph, bootstrappolicy.NodeRules())
 	authorizers := []unionauthz.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
 		// Named as kube-apiserver names its --authorization-mode=Node authorizer: the name
 		// prefixes its reasons in a 403 ("node: no relationship found ...").
-		{AuthorizerName: "node", Authorizer: nodeauth.NewAuthorizer(nodeGraph, bootstrappolicy.NodeRules())},
+		{AuthorizerName: "node", Authorizer: nodeAuthz},
 	}
 	if c.KubeletClientCertFile != "" {
 		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
 		if err != nil {
-			return fmt.Errorf("kubelet client certificate: %w", err)
+			return nil, fmt.Errorf("kubelet client certificate: %w", err)
 		}
 		authorizers = append(authorizers, unionauthz.NamedAuthorizer{AuthorizerName: "kubelet-api-admin", Authorizer: kubeletAPIAdmin(kubeletClient)})
 	}
+	rbacv1informers := factory.Rbac().V1()
+	rbacAuthz := rbac.NewFromListers(rbacv1informers.Roles().Lister(), rbacv1informers.RoleBindings().Lister(),
+		rbacv1informers.ClusterRoles().Lister(), rbacv1informers.ClusterRoleBindings().Lister())
 	authz, err := unionauthz.New(append(authorizers,
 		unionauthz.NamedAuthorizer{AuthorizerName: "basic-user", Authorizer: authorizer.AuthorizerFunc(authorizeSelfSubjectReview)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
 	)...)
 	if err != nil {
-		return fmt.Errorf("authorizer: %w", err)
+		return nil, fmt.Errorf("authorizer: %w", err)
 	}
 	gc.Authorization.Authorizer = authz
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
-	return nil
+	// As kube-apiserver's: the node authorizer cannot list a node's rules and says the list
+	// is incomplete; RBAC lists everyone's.
+	return unionauthz.NewRuleResolvers(nodeAuthz, rbacAuthz), nil
 }
 
 // applyStorage keeps every resource in etcd as protobuf, under the external version, behind

@@ -512,6 +512,8 @@ func TestKubectlExplain(t *testing.T) {
 	)
 	out = c.must(t, "explain", "lease.spec", "--api-version", "coordination.k8s.io/v1")
 	wantMatch(t, out, `^GROUP:\s+coordination\.k8s\.io$`, `^KIND:\s+Lease$`, `^  holderIdentity\s+<string>$`)
+	out = c.must(t, "explain", "rolebinding.roleRef")
+	wantMatch(t, out, `^GROUP:\s+rbac\.authorization\.k8s\.io$`, `^KIND:\s+RoleBinding$`, `^  kind\s+<string> -required-$`)
 
 	out = c.must(t, "api-resources")
 	wantHeader(t, out, "NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND")
@@ -525,6 +527,13 @@ func TestKubectlExplain(t *testing.T) {
 		{"leases", "coordination.k8s.io/v1", "true", "Lease"},
 		{"priorityclasses", "pc", "scheduling.k8s.io/v1", "false", "PriorityClass"},
 		{"subjectaccessreviews", "authorization.k8s.io/v1", "false", "SubjectAccessReview"},
+		{"selfsubjectaccessreviews", "authorization.k8s.io/v1", "false", "SelfSubjectAccessReview"},
+		{"localsubjectaccessreviews", "authorization.k8s.io/v1", "true", "LocalSubjectAccessReview"},
+		{"selfsubjectrulesreviews", "authorization.k8s.io/v1", "false", "SelfSubjectRulesReview"},
+		{"roles", "rbac.authorization.k8s.io/v1", "true", "Role"},
+		{"rolebindings", "rbac.authorization.k8s.io/v1", "true", "RoleBinding"},
+		{"clusterroles", "rbac.authorization.k8s.io/v1", "false", "ClusterRole"},
+		{"clusterrolebindings", "rbac.authorization.k8s.io/v1", "false", "ClusterRoleBinding"},
 	} {
 		wantMatch(t, out, `^`+strings.Join(want, `\s+`)+`$`)
 	}

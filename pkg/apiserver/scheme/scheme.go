@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,6 +42,7 @@ var GroupVersions = []schema.GroupVersion{
 	policyv1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
+	rbacv1.SchemeGroupVersion,
 }
 
 func init() {
@@ -51,6 +53,7 @@ func init() {
 	utilruntime.Must(policyv1.AddToScheme(Scheme))
 	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
 	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
+	utilruntime.Must(rbacv1.AddToScheme(Scheme))
 
 	for _, gv := range GroupVersions {
 		addAsInternal(Scheme, gv)
@@ -102,7 +105,7 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
-		authorizationv1.AddToScheme,
+		authorizationv1.AddToScheme, rbacv1.AddToScheme,
 	} {
 		utilruntime.Must(add(External))
 	}

@@ -13,10 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// noRuleReason explains a review no authorizer had an opinion on: until RBAC exists nothing
-// grants anyone but system:masters and the API server's kubelet client anything.
-const noRuleReason = "no rule allows it: berth authorizes only system:masters and the API server's kubelet client until RBAC exists"
-
 // REST answers subject access reviews with an authorizer; it stores nothing.
 type REST struct {
 	authorizer authorizer.UnconditionalAuthorizer
@@ -53,23 +49,27 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 			return nil, err
 		}
 	}
-	decision, reason, err := r.authorizer.Authorize(ctx, Attributes(&sar.Spec))
-	if decision == authorizer.DecisionNoOpinion && reason == "" {
-		reason = noRuleReason
-	}
-	sar.Status = authorizationv1.SubjectAccessReviewStatus{
+	sar.Status = Answer(ctx, r.authorizer, Attributes(&sar.Spec))
+	return sar, nil
+}
+
+// Answer is the status of a review of attrs: the authorizer's decision and its reason, as
+// every kind of access review returns it. A review nobody allows has an empty reason, as in
+// Kubernetes, unless an authorizer gave one.
+func Answer(ctx context.Context, a authorizer.UnconditionalAuthorizer, attrs authorizer.AttributesRecord) authorizationv1.SubjectAccessReviewStatus {
+	decision, reason, err := a.Authorize(ctx, attrs)
+	status := authorizationv1.SubjectAccessReviewStatus{
 		Allowed: decision == authorizer.DecisionAllow,
 		Denied:  decision == authorizer.DecisionDeny,
 		Reason:  reason,
 	}
 	if err != nil {
-		sar.Status.EvaluationError = err.Error()
+		status.EvaluationError = err.Error()
 	}
-	return sar, nil
+	return status
 }
 
-// Attributes are what a request of the review's subject would be authorized with. Field and
-// label selectors are left out: no authorizer berth has looks at them.
+// Attributes are what a request of the review's subject would be authorized with.
 func Attributes(spec *authorizationv1.SubjectAccessReviewSpec) authorizer.AttributesRecord {
 	u := &user.DefaultInfo{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
 	if len(spec.Extra) > 0 {
@@ -78,7 +78,14 @@ func Attributes(spec *authorizationv1.SubjectAccessReviewSpec) authorizer.Attrib
 			u.Extra[k] = []string(v)
 		}
 	}
-	if ra := spec.ResourceAttributes; ra != nil {
+	return AttributesOf(u, spec.ResourceAttributes, spec.NonResourceAttributes)
+}
+
+// AttributesOf are what a request of u would be authorized with, for the resource or
+// non-resource attributes a review names. Field and label selectors are left out: no
+// authorizer berth has looks at them.
+func AttributesOf(u user.Info, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizer.AttributesRecord {
+	if ra != nil {
 		return authorizer.AttributesRecord{
 			User:            u,
 			Verb:            ra.Verb,
@@ -92,7 +99,7 @@ func Attributes(spec *authorizationv1.SubjectAccessReviewSpec) authorizer.Attrib
 		}
 	}
 	attrs := authorizer.AttributesRecord{User: u}
-	if nra := spec.NonResourceAttributes; nra != nil {
+	if nra != nil {
 		attrs.Verb, attrs.Path = nra.Verb, nra.Path
 	}
 	return attrs

@@ -13,7 +13,7 @@ import (
 // Validate validates a review as Kubernetes does: a subject (user or groups), exactly one of
 // resource and non-resource attributes, well-formed selectors, and no metadata.
 func Validate(sar *authorizationv1.SubjectAccessReview) field.ErrorList {
-	errs := validateSpec(&sar.Spec, field.NewPath("spec"))
+	errs := ValidateSpec(&sar.Spec, field.NewPath("spec"))
 	meta := sar.ObjectMeta
 	meta.ManagedFields = nil // set by the apply machinery on every request
 	if !apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
@@ -22,15 +22,23 @@ func Validate(sar *authorizationv1.SubjectAccessReview) field.ErrorList {
 	return errs
 }
 
-func validateSpec(spec *authorizationv1.SubjectAccessReviewSpec, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
-		errs = append(errs, field.Invalid(fldPath, spec.NonResourceAttributes, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
-	}
+// ValidateSpec validates the spec of a SubjectAccessReview or a LocalSubjectAccessReview.
+func ValidateSpec(spec *authorizationv1.SubjectAccessReviewSpec, fldPath *field.Path) field.ErrorList {
+	errs := ValidateAttributes(spec.ResourceAttributes, spec.NonResourceAttributes, fldPath)
 	if spec.User == "" && len(spec.Groups) == 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("user"), spec.User, "at least one of user or group must be specified"))
 	}
-	if ra := spec.ResourceAttributes; ra != nil {
+	return errs
+}
+
+// ValidateAttributes validates what every kind of access review asks about: exactly one of
+// resource and non-resource attributes, with well-formed selectors.
+func ValidateAttributes(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if (ra == nil) == (nra == nil) {
+		errs = append(errs, field.Invalid(fldPath, nra, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+	}
+	if ra != nil {
 		raPath := fldPath.Child("resourceAttributes")
 		errs = append(errs, validateFieldSelector(ra.FieldSelector, raPath.Child("fieldSelector"))...)
 		errs = append(errs, validateLabelSelector(ra.LabelSelector, raPath.Child("labelSelector"))...)

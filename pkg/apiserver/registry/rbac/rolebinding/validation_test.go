@@ -1,0 +1,69 @@
+package rolebinding
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func binding() *rbacv1.RoleBinding {
+	b := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "readers", Namespace: "ns", ResourceVersion: "1"},
+		RoleRef:    rbacv1.RoleRef{Kind: "Role", Name: "pod-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "jane"}, {Kind: "ServiceAccount", Name: "robot"}},
+	}
+	SetDefaults(b)
+	return b
+}
+
+func TestValidateRoleBinding(t *testing.T) {
+	b := binding()
+	if errs := Strategy.Validate(context.Background(), b); len(errs) != 0 {
+		t.Errorf("a defaulted binding: %v", errs)
+	}
+	changed := b.DeepCopy()
+	changed.RoleRef.Kind = "ClusterRole"
+	errs := Strategy.ValidateUpdate(context.Background(), changed, b)
+	if len(errs) != 1 || errs[0].Field != "roleRef" || !strings.HasSuffix(errs[0].Error(), ": field is immutable") {
+		t.Errorf("changing roleRef: %v", errs)
+	}
+	subjects := b.DeepCopy()
+	subjects.Subjects = append(subjects.Subjects, rbacv1.Subject{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "devs"})
+	if errs := Strategy.ValidateUpdate(context.Background(), subjects, b); len(errs) != 0 {
+		t.Errorf("changing subjects: %v", errs)
+	}
+	bad := binding()
+	bad.RoleRef.Kind = "Pod"
+	if errs := Strategy.Validate(context.Background(), bad); len(errs) != 1 ||
+		errs[0].Error() != `roleRef.kind: Unsupported value: "Pod": supported values: "Role", "ClusterRole"` {
+		t.Errorf("a binding to a Pod: %v", errs)
+	}
+}
+
+func TestRoleBindingTable(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	b := binding()
+	b.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
+	b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: "Group", Name: "devs"}, rbacv1.Subject{Kind: "User", Name: "bob"})
+	b.Subjects[1].Namespace = "ns"
+	tbl, err := newTableConvertor(clocktesting.NewFakePassiveClock(now)).ConvertToTable(context.Background(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"readers", "Role/pod-reader", "90s", "jane, bob", "devs", "ns/robot"}; !reflect.DeepEqual(tbl.Rows[0].Cells, want) {
+		t.Errorf("cells %v, want %v", tbl.Rows[0].Cells, want)
+	}
+	var names []string
+	for _, c := range tbl.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, " ") != "Name Role Age Users Groups ServiceAccounts" {
+		t.Errorf("columns %v", names)
+	}
+}
