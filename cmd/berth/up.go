@@ -111,12 +111,11 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	}, nil
 }
 
-// upComponentIdentities switches berth up's controllers, scheduler and node agent from the
-// admin certificate to their own identities (system:kube-controller-manager,
-// system:kube-scheduler, system:node:<name>). Off until RBAC and the bootstrap policy are
-// merged: without their roles and bindings, an identity other than the admin may do nothing.
-// TODO(lead): flip once c13-rbac and c13-policy are in.
-const upComponentIdentities = false
+// upComponentIdentities runs berth up's controllers, scheduler and node agent as their own
+// identities (system:kube-controller-manager, system:kube-scheduler, system:node:<name>),
+// each with a certificate from the cluster CA and only what the bootstrap policy and the
+// node authorizer give it, rather than as the admin.
+const upComponentIdentities = true
 
 func newUpCommand() *cobra.Command {
 	var f controlPlaneFlags
@@ -142,7 +141,7 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
 				// once instead of waiting for its previous self's to expire.
 				{Name: "controllers", Identity: cluster.ControllerManagerIdentity, Run: func(ctx context.Context, config *rest.Config) error {
-					return controllers.Run(ctx, config, controllers.Options{LeaderElect: true, Identity: upIdentity()})
+					return controllers.Run(ctx, config, controllers.Options{LeaderElect: true, Identity: upIdentity(), UseServiceAccountCredentials: true})
 				}},
 				{Name: "scheduler", Identity: cluster.SchedulerIdentity, Run: func(ctx context.Context, config *rest.Config) error {
 					// A scheduler that loses its Lease (say, the API server answered its

@@ -1,18 +1,17 @@
 package apiserver
 
 import (
-	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // publicPaths may be read without credentials, as Kubernetes' system:public-info-viewer role
@@ -42,67 +41,19 @@ func (publicAuthenticator) AuthenticateRequest(req *http.Request) (*authenticato
 	}}, true, nil
 }
 
-// authorizePublic allows anyone to GET the public paths.
-func authorizePublic(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if !a.IsResourceRequest() && a.GetVerb() == "get" && isPublic(a.GetPath()) {
-		return authorizer.DecisionAllow, "", nil
+// kubeletClientBinding binds the API server's kubelet client (the user of its client
+// certificate for node agents) to system:kubelet-api-admin: kube-apiserver reconciles no
+// such binding, so berth adds it to the bootstrap policy, as kubeadm and k3s create theirs.
+func kubeletClientBinding(name string) rbacv1.ClusterRoleBinding {
+	return rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "berth:apiserver-kubelet-client",
+			Labels:      map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"},
+			Annotations: map[string]string{rbacv1.AutoUpdateAnnotationKey: "true"},
+		},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
 	}
-	return authorizer.DecisionNoOpinion, "", nil
-}
-
-// authorizeDiscovery allows every authenticated user to read discovery and OpenAPI
-// documents, which hold no cluster data; without it a client could not even find out what
-// it is not allowed to do.
-func authorizeDiscovery(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if a.IsResourceRequest() || a.GetVerb() != "get" || a.GetUser() == nil {
-		return authorizer.DecisionNoOpinion, "", nil
-	}
-	for _, g := range a.GetUser().GetGroups() {
-		if g == user.AllAuthenticated {
-			p := a.GetPath()
-			if p == "/api" || p == "/apis" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/apis/") || strings.HasPrefix(p, "/openapi/") {
-				return authorizer.DecisionAllow, "", nil
-			}
-		}
-	}
-	return authorizer.DecisionNoOpinion, "", nil
-}
-
-// authorizeSelfSubjectReview lets every authenticated user ask who they are (create
-// selfsubjectreviews, which system:basic-user allows), so that `kubectl auth whoami` works.
-// It stands in for that role's binding until RBAC exists.
-func authorizeSelfSubjectReview(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if !a.IsResourceRequest() || a.GetVerb() != "create" || a.GetAPIGroup() != "authentication.k8s.io" ||
-		a.GetResource() != "selfsubjectreviews" || a.GetSubresource() != "" || a.GetUser() == nil {
-		return authorizer.DecisionNoOpinion, "", nil
-	}
-	if slices.Contains(a.GetUser().GetGroups(), user.AllAuthenticated) {
-		return authorizer.DecisionAllow, "", nil
-	}
-	return authorizer.DecisionNoOpinion, "", nil
-}
-
-// kubeletAPIAdminSubresources are the node subresources system:kubelet-api-admin may use with
-// any verb: the node API's endpoints, as the node agent authorizes them.
-var kubeletAPIAdminSubresources = []string{"proxy", "metrics", "stats", "log", "pods", "healthz", "configz"}
-
-// kubeletAPIAdmin allows name what Kubernetes' system:kubelet-api-admin role allows, which
-// kube-apiserver's kubelet client is bound to: reading nodes and every call to a node API.
-// It stands in for that binding until RBAC exists.
-func kubeletAPIAdmin(name string) authorizer.Authorizer {
-	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-		if a.GetUser() == nil || a.GetUser().GetName() != name || !a.IsResourceRequest() ||
-			a.GetAPIGroup() != "" || a.GetResource() != "nodes" {
-			return authorizer.DecisionNoOpinion, "", nil
-		}
-		switch sub := a.GetSubresource(); {
-		case sub == "" && slices.Contains([]string{"get", "list", "watch", "proxy"}, a.GetVerb()):
-			return authorizer.DecisionAllow, "", nil
-		case sub != "" && slices.Contains(kubeletAPIAdminSubresources, sub):
-			return authorizer.DecisionAllow, "", nil
-		}
-		return authorizer.DecisionNoOpinion, "", nil
-	})
 }
 
 // certificateUser is the user a client certificate authenticates as: its common name.

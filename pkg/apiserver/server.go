@@ -177,7 +177,11 @@ func New(c Config) (*Server, error) {
 	// The bootstrap roles are reconciled once the RBAC API is served; until then there is
 	// nothing to write them to, and a hook that never finishes would keep /readyz failing.
 	if slices.Contains(servedGroupVersions, rbacv1.SchemeGroupVersion) {
-		rc.AddPostStartHookOrDie(rbacbootstrap.HookName, rbacbootstrap.PostStartHook(bootstrappolicy.Default()))
+		policy, err := bootstrapPolicy(c)
+		if err != nil {
+			return nil, err
+		}
+		rc.AddPostStartHookOrDie(rbacbootstrap.HookName, rbacbootstrap.PostStartHook(policy))
 	}
 
 	completed := rc.Complete()
@@ -237,11 +241,12 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 
 // applyAuth authenticates clients by certificates from the cluster CA (the groups are the
 // certificate's organizations, so system:masters in the admin kubeconfig) and by
-// service-account tokens, lets anyone read the public paths, lets system:masters do
-// everything, nodes what the node authorizer allows them over nodeGraph, every authenticated
-// user ask who they are, and the API server's own kubelet client use the node API
-// (system:kubelet-api-admin's rules), and authorizes everyone else by RBAC, read through
-// factory's informers. It returns the rule resolver of the rules reviews.
+// service-account tokens, and requests without credentials to the public paths as
+// system:anonymous. It authorizes as kube-apiserver's --authorization-mode=Node,RBAC:
+// system:masters may do everything, nodes what the node authorizer allows them over
+// nodeGraph, everyone (anonymous included: the public paths, discovery, who-am-I) what RBAC
+// allows, read through factory's informers. It returns the rule resolver of the rules
+// reviews.
 func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph) (authorizer.RuleResolver, error) {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
@@ -264,20 +269,10 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 		// prefixes its reasons in a 403 ("node: no relationship found ...").
 		{AuthorizerName: "node", Authorizer: nodeAuthz},
 	}
-	if c.KubeletClientCertFile != "" {
-		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
-		if err != nil {
-			return nil, fmt.Errorf("kubelet client certificate: %w", err)
-		}
-		authorizers = append(authorizers, unionauthz.NamedAuthorizer{AuthorizerName: "kubelet-api-admin", Authorizer: kubeletAPIAdmin(kubeletClient)})
-	}
 	rbacv1informers := factory.Rbac().V1()
 	rbacAuthz := rbac.NewFromListers(rbacv1informers.Roles().Lister(), rbacv1informers.RoleBindings().Lister(),
 		rbacv1informers.ClusterRoles().Lister(), rbacv1informers.ClusterRoleBindings().Lister())
 	authz, err := unionauthz.New(append(authorizers,
-		unionauthz.NamedAuthorizer{AuthorizerName: "basic-user", Authorizer: authorizer.AuthorizerFunc(authorizeSelfSubjectReview)},
-		unionauthz.NamedAuthorizer{AuthorizerName: "public-info", Authorizer: authorizer.AuthorizerFunc(authorizePublic)},
-		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authorizer.AuthorizerFunc(authorizeDiscovery)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
 	)...)
 	if err != nil {
@@ -330,4 +325,18 @@ func applyOpenAPI(gc *genericapiserver.Config) {
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
 	gc.OpenAPIV3Config.Info.Title = "Kubernetes"
 	gc.OpenAPIV3Config.Info.Version = version.GitVersion()
+}
+
+// bootstrapPolicy is what the API server reconciles at start: kube-apiserver's bootstrap
+// policy, and the binding that lets its kubelet client use the node API.
+func bootstrapPolicy(c Config) (bootstrappolicy.Policy, error) {
+	policy := bootstrappolicy.Default()
+	if c.KubeletClientCertFile != "" {
+		kubeletClient, err := certificateUser(c.KubeletClientCertFile)
+		if err != nil {
+			return policy, fmt.Errorf("kubelet client certificate: %w", err)
+		}
+		policy.ClusterRoleBindings = append(policy.ClusterRoleBindings, kubeletClientBinding(kubeletClient))
+	}
+	return policy, nil
 }

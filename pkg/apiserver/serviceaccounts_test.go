@@ -1,13 +1,9 @@
 package apiserver
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // TestValidateServiceAccountConfig: kube-apiserver's checks of the service-account flags.
@@ -32,33 +28,6 @@ func TestValidateServiceAccountConfig(t *testing.T) {
 			err := validateServiceAccountConfig(tc.cfg)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("got %v, want %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-// TestAuthorizeSelfSubjectReview: every authenticated user may ask who they are, nothing more.
-func TestAuthorizeSelfSubjectReview(t *testing.T) {
-	robot := &user.DefaultInfo{Name: "system:serviceaccount:ns:robot", Groups: []string{"system:serviceaccounts", user.AllAuthenticated}}
-	anonymous := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
-	review := authorizer.AttributesRecord{User: robot, Verb: "create", APIGroup: "authentication.k8s.io", Resource: "selfsubjectreviews", ResourceRequest: true}
-	tests := []struct {
-		name  string
-		attrs func(a *authorizer.AttributesRecord)
-		want  authorizer.Decision
-	}{
-		{"create", func(*authorizer.AttributesRecord) {}, authorizer.DecisionAllow},
-		{"anonymous", func(a *authorizer.AttributesRecord) { a.User = anonymous }, authorizer.DecisionNoOpinion},
-		{"list", func(a *authorizer.AttributesRecord) { a.Verb = "list" }, authorizer.DecisionNoOpinion},
-		{"token reviews", func(a *authorizer.AttributesRecord) { a.Resource = "tokenreviews" }, authorizer.DecisionNoOpinion},
-		{"another group", func(a *authorizer.AttributesRecord) { a.APIGroup = "" }, authorizer.DecisionNoOpinion},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			a := review
-			tc.attrs(&a)
-			if got, _, _ := authorizeSelfSubjectReview(context.Background(), a); got != tc.want {
-				t.Errorf("decision %v, want %v", got, tc.want)
 			}
 		})
 	}
