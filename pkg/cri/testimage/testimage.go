@@ -70,6 +70,20 @@ func Busybox(tag string) (v1.Image, error) {
 	return img, nil
 }
 
+// AddFile returns img with one more layer holding a regular file at path (absolute, in the
+// image) with mode: a test's own program on top of busybox.
+func AddFile(img v1.Image, path string, mode int64, data []byte) (v1.Image, error) {
+	l, err := layer([]file{{name: strings.TrimPrefix(path, "/"), mode: mode, data: data}})
+	if err != nil {
+		return nil, err
+	}
+	img, err = mutate.AppendLayers(img, l)
+	if err != nil {
+		return nil, fmt.Errorf("adding %s to the image: %w", path, err)
+	}
+	return img, nil
+}
+
 var busybox struct {
 	once  sync.Once
 	layer v1.Layer
