@@ -181,7 +181,14 @@ func New(c Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		rc.AddPostStartHookOrDie(rbacbootstrap.HookName, rbacbootstrap.PostStartHook(policy))
+		reconcile := rbacbootstrap.PostStartHook(policy)
+		cached := rc.SharedInformerFactory.Rbac().V1()
+		rc.AddPostStartHookOrDie(rbacbootstrap.HookName, func(ctx genericapiserver.PostStartHookContext) error {
+			if err := reconcile(ctx); err != nil {
+				return err
+			}
+			return rbacbootstrap.WaitCached(ctx, cached.ClusterRoles().Lister(), cached.ClusterRoleBindings().Lister(), policy)
+		})
 	}
 
 	completed := rc.Complete()

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
+	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
 	"k8s.io/klog/v2"
@@ -68,6 +69,26 @@ func PostStartHook(policy bootstrappolicy.Policy) genericapiserver.PostStartHook
 		run(ctx, client, policy)
 		return nil
 	}
+}
+
+// WaitCached returns once the authorizer's cache holds every cluster role binding and cluster
+// role of policy, or when ctx ends: the hook's end is when /readyz turns ready, and a
+// client that comes then (a node agent, a pod's token) must not meet a 403 the next watch
+// event would have lifted.
+func WaitCached(ctx context.Context, roles rbacv1listers.ClusterRoleLister, bindings rbacv1listers.ClusterRoleBindingLister, policy bootstrappolicy.Policy) error {
+	return wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, r := range policy.ClusterRoles {
+			if _, err := roles.Get(r.Name); err != nil {
+				return false, nil
+			}
+		}
+		for _, b := range policy.ClusterRoleBindings {
+			if _, err := bindings.Get(b.Name); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // run tries Ensure every retryInterval until it succeeds or ctx ends. A panic in one attempt

@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
@@ -210,5 +212,30 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return after its context ended")
+	}
+}
+
+// TestWaitCached: the hook's end waits for the authorizer's cache to hold the policy.
+func TestWaitCached(t *testing.T) {
+	policy := bootstrappolicy.Default()
+	roles := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	bindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for i := range policy.ClusterRoles {
+		if err := roles.Add(&policy.ClusterRoles[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctxFor(t), 200*time.Millisecond)
+	defer cancel()
+	if err := WaitCached(ctx, rbacv1listers.NewClusterRoleLister(roles), rbacv1listers.NewClusterRoleBindingLister(bindings), policy); err == nil {
+		t.Fatal("WaitCached returned while the bindings are not cached")
+	}
+	for i := range policy.ClusterRoleBindings {
+		if err := bindings.Add(&policy.ClusterRoleBindings[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WaitCached(ctxFor(t), rbacv1listers.NewClusterRoleLister(roles), rbacv1listers.NewClusterRoleBindingLister(bindings), policy); err != nil {
+		t.Fatalf("WaitCached with everything cached: %v", err)
 	}
 }

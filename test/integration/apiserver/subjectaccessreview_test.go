@@ -43,10 +43,17 @@ func TestSubjectAccessReview(t *testing.T) {
 			User:               cluster.KubeletClientUser,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "secrets", Namespace: "default"},
 		}}, false},
+		// system:public-info-viewer is bound to system:authenticated and system:unauthenticated:
+		// a review naming neither group gets no, as on any RBAC cluster.
 		{"jane reading /healthz", &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:                  "jane",
+			Groups:                []string{"system:authenticated"},
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/healthz"},
 		}}, true},
+		{"jane in no group reading /healthz", &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:                  "jane",
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/healthz"},
+		}}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, tt.review, metav1.CreateOptions{})
