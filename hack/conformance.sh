@@ -224,20 +224,19 @@ upstream)
     --service-cluster-ip-range 10.96.0.0/16 \
     --authorization-mode Node,RBAC \
     --enable-admission-plugins NodeRestriction \
-    --disable-admission-plugins ServiceAccount \
     --allow-privileged=true \
     --profiling=false
   "$run/harness" kubeconfigs --dir "$pki" --server "https://127.0.0.1:$api_port" --node "$node_name" --out "$run"
   wait_for kube-apiserver 90 kubectl --kubeconfig "$kubeconfig" get --raw /readyz
   # (The API server proxies to nodes only at addresses that are not loopback: the node's
   # InternalIP is the machine's own.)
-  # The bindings kubeadm makes: the API server's kubelet client may use the node API, and
-  # berth's controllers have the roles of kube-controller-manager's namespace and service
-  # account controllers.
+  # The binding kubeadm makes: the API server's kubelet client may use the node API.
+  # berth controllers runs as kube-controller-manager does (system:kube-controller-manager,
+  # each controller with its service account's token), publishing kube-root-ca.crt too.
   "$run/harness" bootstrap --kubeconfig "$kubeconfig"
   start scheduler "$run/berth" scheduler --kubeconfig "$run/scheduler.kubeconfig" --health-address "$sched_health"
-  start rootca "$run/harness" rootca --kubeconfig "$kubeconfig" --ca "$pki/ca.crt"
-  start controllers "$run/berth" controllers --kubeconfig "$run/controllers.kubeconfig" --leader-elect=false
+  start controllers "$run/berth" controllers --kubeconfig "$run/controllers.kubeconfig" --leader-elect=false \
+    --use-service-account-credentials
   start node "$run/berth" node --kubeconfig "$run/node.kubeconfig" --data-dir "$data" \
     --node-name "$node_name" --node-ip "$advertise" --node-port "$node_port" --bridge "$bridge" --pod-cidr 10.249.0.0/24 \
     --pod-logs-dir "$data/pod-logs"

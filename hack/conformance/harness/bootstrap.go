@@ -13,10 +13,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// bootstrapCmd makes the bindings a kubeadm cluster has beside the API server's own
+// bootstrapCmd makes the binding a kubeadm cluster has beside the API server's own
 // bootstrap policy: the API server's kubelet client may use the node API
-// (system:kubelet-api-admin), and berth controllers gets the roles of the
-// kube-controller-manager controllers it stands in for, each no broader than upstream's.
+// (system:kubelet-api-admin). berth controllers needs none: it runs as
+// system:kube-controller-manager with each controller's own service account, which the
+// bootstrap policy binds to its controller role.
 func bootstrapCmd(args []string) error {
 	var kubeconfig string
 	if err := flags("bootstrap", args, func(fs *flag.FlagSet) {
@@ -36,9 +37,6 @@ func bootstrapCmd(args []string) error {
 	defer cancel()
 	bindings := []struct{ name, role, user string }{
 		{"kube-apiserver-kubelet-client", "system:kubelet-api-admin", "kube-apiserver-kubelet-client"},
-		{"berth-controllers:namespace-controller", "system:controller:namespace-controller", "berth-controllers"},
-		{"berth-controllers:service-account-controller", "system:controller:service-account-controller", "berth-controllers"},
-		{"berth-controllers:node-controller", "system:controller:node-controller", "berth-controllers"},
 	}
 	for _, b := range bindings {
 		crb := &rbacv1.ClusterRoleBinding{

@@ -8,7 +8,6 @@
 //	harness images --cache DIR --agnhost FILE --out FILE
 //	harness focus --tests FILE [--match REGEX]
 //	harness report --tests FILE [--match REGEX] --report FILE
-//	harness rootca --kubeconfig FILE --ca FILE
 package main
 
 import (
@@ -29,7 +28,6 @@ func main() {
 		"images":      imagesCmd,
 		"focus":       focusCmd,
 		"report":      reportCmd,
-		"rootca":      rootCACmd,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {

@@ -118,7 +118,7 @@ func kubeconfigsCmd(args []string) error {
 		{"admin", "kubernetes-admin", []string{"system:masters"}},
 		{"scheduler", "system:kube-scheduler", nil},
 		{"node", "system:node:" + node, []string{"system:nodes"}},
-		{"controllers", "berth-controllers", nil},
+		{"controllers", "system:kube-controller-manager", nil},
 	}
 	for _, u := range users {
 		tmpl := client(u.user)
