@@ -14,7 +14,7 @@ func newControllersCommand() *cobra.Command {
 	var opts controllers.Options
 	cmd := &cobra.Command{
 		Use:   "controllers",
-		Short: "Run the controllers (namespaces, service accounts, the root CA publisher) against an API server",
+		Short: "Run the controllers (namespaces, service accounts, the root CA publisher, node taints, ClusterRole aggregation) against an API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			config, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)

@@ -111,12 +111,6 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 	}, nil
 }
 
-// upComponentIdentities runs berth up's controllers, scheduler and node agent as their own
-// identities (system:kube-controller-manager, system:kube-scheduler, system:node:<name>),
-// each with a certificate from the cluster CA and only what the bootstrap policy and the
-// node authorizer give it, rather than as the admin.
-const upComponentIdentities = true
-
 func newUpCommand() *cobra.Command {
 	var f controlPlaneFlags
 	cmd := &cobra.Command{
@@ -136,7 +130,10 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 			if err != nil {
 				return err
 			}
-			cfg.ComponentIdentities = upComponentIdentities
+			// Each part runs as its own identity (system:kube-controller-manager,
+			// system:kube-scheduler, system:node:<name>) with only what the bootstrap
+			// policy and the node authorizer give it, not as the admin.
+			cfg.ComponentIdentities = true
 			cfg.Components = []cluster.Component{
 				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
 				// once instead of waiting for its previous self's to expire.
