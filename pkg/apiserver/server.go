@@ -50,9 +50,11 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/rbacbootstrap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
+	"github.com/berth-cluster/berth/pkg/apiserver/sharedetcd"
 	nodeauth "github.com/berth-cluster/berth/pkg/auth/node"
 	"github.com/berth-cluster/berth/pkg/auth/rbac"
 	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
+	"github.com/berth-cluster/berth/pkg/util/managedfields"
 	"github.com/berth-cluster/berth/pkg/version"
 )
 
@@ -129,7 +131,9 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loopback client: %w", err)
 	}
-	rc.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	// As kube-apiserver's: the informers of admission and the authorizers keep no managedFields.
+	rc.SharedInformerFactory = informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute,
+		informers.WithTransform(managedfields.Trim))
 	tokens, err := newServiceAccountTokens(c.ServiceAccounts, rc.SharedInformerFactory, client)
 	if err != nil {
 		return nil, err
@@ -209,6 +213,7 @@ func New(c Config) (*Server, error) {
 	}
 	tokens.installOpenID(gs, completed.ExternalAddress)
 	installEmptyCRDList(gs)
+	installLazyOpenAPI(gs, rc.OpenAPIConfig, rc.OpenAPIV3Config)
 	return &Server{generic: gs, Port: port}, nil
 }
 
@@ -295,7 +300,8 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 // applyStorage keeps every resource in etcd as protobuf, under the external version, behind
 // the watch cache — except events, which kube-apiserver also keeps out of it: they are
 // written often, read rarely and expire, so caching them costs memory and decoding for
-// nothing. The two event resources share one prefix, as in Kubernetes.
+// nothing. The two event resources share one prefix, as in Kubernetes. All resources share
+// one etcd client (package sharedetcd).
 func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibility.EffectiveVersion) error {
 	prefix := c.EtcdPrefix
 	if prefix == "" {
@@ -309,7 +315,10 @@ func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibi
 	etcd.StorageConfig.CompactionInterval = c.CompactionInterval
 	etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	etcd.EnableWatchCache = true
-	etcd.WatchCacheSizes = []string{"events#0", "events.events.k8s.io#0"}
+	uncached := []schema.GroupResource{corev1.Resource("events"), eventsv1.Resource("events")}
+	for _, gr := range uncached {
+		etcd.WatchCacheSizes = append(etcd.WatchCacheSizes, gr.String()+"#0")
+	}
 
 	resources := serverstorage.NewResourceConfig()
 	resources.EnableVersions(servedGroupVersions...)
@@ -321,6 +330,7 @@ func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibi
 	if err := etcd.ApplyWithStorageFactoryTo(factory, gc); err != nil {
 		return fmt.Errorf("etcd storage: %w", err)
 	}
+	gc.RESTOptionsGetter = sharedetcd.NewGetter(gc.RESTOptionsGetter, uncached...)
 	return nil
 }
 
@@ -332,6 +342,8 @@ func applyOpenAPI(gc *genericapiserver.Config) {
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
 	gc.OpenAPIV3Config.Info.Title = "Kubernetes"
 	gc.OpenAPIV3Config.Info.Version = version.GitVersion()
+	// Served by installLazyOpenAPI instead.
+	gc.SkipOpenAPIInstallation = true
 }
 
 // bootstrapPolicy is what the API server reconciles at start: kube-apiserver's bootstrap

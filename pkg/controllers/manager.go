@@ -52,6 +52,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 	"github.com/berth-cluster/berth/pkg/controllers/rootcacertpublisher"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/util/managedfields"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
@@ -315,7 +316,8 @@ func newControllerContext(config *rest.Config, serviceAccountCredentials bool) (
 // ctx is done and every controller and informer goroutine has stopped.
 func runControllers(ctx context.Context, cc controllerContext) {
 	logger := klog.FromContext(ctx)
-	cc.informers = informers.NewSharedInformerFactory(cc.client, 0)
+	// As kube-controller-manager's: no controller reads managedFields from a lister.
+	cc.informers = informers.NewSharedInformerFactoryWithOptions(cc.client, 0, informers.WithTransform(managedfields.Trim))
 	cc.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: cc.client.EventsV1()})
 	cc.broadcaster.StartRecordingToSink(ctx.Done())
 	defer cc.broadcaster.Shutdown()

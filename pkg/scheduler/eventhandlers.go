@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/scheduler/framework"
 	"github.com/berth-cluster/berth/pkg/scheduler/metrics"
+	"github.com/berth-cluster/berth/pkg/util/managedfields"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
@@ -37,19 +38,11 @@ func registerPodInformer(f informers.SharedInformerFactory) {
 		informer := coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{
 			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 		}, func(o *metav1.ListOptions) { o.FieldSelector = selector.String() })
-		if err := informer.SetTransform(dropManagedFields); err != nil {
+		if err := informer.SetTransform(managedfields.Trim); err != nil {
 			panic(err) // only fails once the informer has started, which it has not
 		}
 		return informer
 	})
-}
-
-// dropManagedFields is the pod informer's transform.
-func dropManagedFields(obj interface{}) (interface{}, error) {
-	if pod, ok := obj.(*v1.Pod); ok {
-		pod.ManagedFields = nil
-	}
-	return obj, nil
 }
 
 // addAllEventHandlers wires the informers to the cache (bound pods, nodes) and to the queue

@@ -1,0 +1,57 @@
+package apiserver
+
+import (
+	"net/http"
+	"sync"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/mux"
+	"k8s.io/apiserver/pkg/server/routes"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// installLazyOpenAPI serves /openapi/v2 and /openapi/v3 with the generic server's own handlers
+// (routes.OpenAPI), but builds each document at its first request rather than at start, as
+// the generic server does when it is not told to skip it (Config.SkipOpenAPIInstallation).
+//
+// The built documents are the largest thing the API server keeps (some 6 MB with the types
+// berth serves, twice that in RSS under the GC's headroom), and most of berth's clients never
+// ask for them: the node agent, the scheduler, the controllers and client-go programs read
+// discovery only; kubectl asks for them in apply, explain and edit, helm in install. Once
+// built, a document is kept, as upstream keeps it.
+//
+// The server-side apply models need the definitions while the APIs are installed; after that
+// the v3 configuration keeps none (the definitions map is another 3 MB), and a build makes
+// its own.
+func installLazyOpenAPI(gs *genericapiserver.GenericAPIServer, v2 *openapicommon.Config, v3 *openapicommon.OpenAPIV3Config) {
+	container := gs.Handler.GoRestfulContainer
+	v3.Definitions = nil
+
+	var v2Once sync.Once
+	v2Mux := mux.NewPathRecorderMux("openapi-v2")
+	v2Handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v2Once.Do(func() { routes.OpenAPI{Config: v2}.InstallV2(container, v2Mux) })
+		v2Mux.ServeHTTP(w, r)
+	})
+
+	var v3Once sync.Once
+	v3Mux := mux.NewPathRecorderMux("openapi-v3")
+	v3Handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v3Once.Do(func() {
+			// One definitions map for every group's document, as DefaultOpenAPIV3Config
+			// makes it, dropped with this copy of the configuration once they are built.
+			build := *v3
+			build.Definitions = v3.GetDefinitions(func(name string) spec.Ref {
+				defName, _ := v3.GetDefinitionName(name)
+				return spec.MustCreateRef("#/components/schemas/" + openapicommon.EscapeJsonPointer(defName))
+			})
+			routes.OpenAPI{V3Config: &build}.InstallV3(container, v3Mux)
+		})
+		v3Mux.ServeHTTP(w, r)
+	})
+
+	gs.Handler.NonGoRestfulMux.Handle("/openapi/v2", v2Handler)
+	gs.Handler.NonGoRestfulMux.Handle("/openapi/v3", v3Handler)
+	gs.Handler.NonGoRestfulMux.HandlePrefix("/openapi/v3/", v3Handler)
+}
