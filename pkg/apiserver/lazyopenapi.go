@@ -28,30 +28,29 @@ func installLazyOpenAPI(gs *genericapiserver.GenericAPIServer, v2 *openapicommon
 	container := gs.Handler.GoRestfulContainer
 	v3.Definitions = nil
 
-	var v2Once sync.Once
-	v2Mux := mux.NewPathRecorderMux("openapi-v2")
-	v2Handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v2Once.Do(func() { routes.OpenAPI{Config: v2}.InstallV2(container, v2Mux) })
-		v2Mux.ServeHTTP(w, r)
-	})
-
-	var v3Once sync.Once
-	v3Mux := mux.NewPathRecorderMux("openapi-v3")
-	v3Handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v3Once.Do(func() {
-			// One definitions map for every group's document, as DefaultOpenAPIV3Config
-			// makes it, dropped with this copy of the configuration once they are built.
-			build := *v3
-			build.Definitions = v3.GetDefinitions(func(name string) spec.Ref {
-				defName, _ := v3.GetDefinitionName(name)
-				return spec.MustCreateRef("#/components/schemas/" + openapicommon.EscapeJsonPointer(defName))
-			})
-			routes.OpenAPI{V3Config: &build}.InstallV3(container, v3Mux)
+	v2Handler := lazily("openapi-v2", func(m *mux.PathRecorderMux) { routes.OpenAPI{Config: v2}.InstallV2(container, m) })
+	v3Handler := lazily("openapi-v3", func(m *mux.PathRecorderMux) {
+		// One definitions map for every group's document, as DefaultOpenAPIV3Config makes
+		// it, dropped with this copy of the configuration once they are built.
+		build := *v3
+		build.Definitions = v3.GetDefinitions(func(name string) spec.Ref {
+			defName, _ := v3.GetDefinitionName(name)
+			return spec.MustCreateRef("#/components/schemas/" + openapicommon.EscapeJsonPointer(defName))
 		})
-		v3Mux.ServeHTTP(w, r)
+		routes.OpenAPI{V3Config: &build}.InstallV3(container, m)
 	})
-
 	gs.Handler.NonGoRestfulMux.Handle("/openapi/v2", v2Handler)
 	gs.Handler.NonGoRestfulMux.Handle("/openapi/v3", v3Handler)
 	gs.Handler.NonGoRestfulMux.HandlePrefix("/openapi/v3/", v3Handler)
+}
+
+// lazily serves the handlers install registers on a mux of its own, calling install at the
+// first request; requests that come meanwhile wait for it.
+func lazily(name string, install func(*mux.PathRecorderMux)) http.Handler {
+	var once sync.Once
+	m := mux.NewPathRecorderMux(name)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { install(m) })
+		m.ServeHTTP(w, r)
+	})
 }

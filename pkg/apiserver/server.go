@@ -314,11 +314,10 @@ func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibi
 	etcd.StorageConfig.Transport.KeyFile = c.EtcdKeyFile
 	etcd.StorageConfig.CompactionInterval = c.CompactionInterval
 	etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	// Which resources sit behind the watch cache is sharedetcd.Getter's to decide: it
+	// replaces the decorator the factory's getter picks, so no --watch-cache-sizes here.
 	etcd.EnableWatchCache = true
 	uncached := []schema.GroupResource{corev1.Resource("events"), eventsv1.Resource("events")}
-	for _, gr := range uncached {
-		etcd.WatchCacheSizes = append(etcd.WatchCacheSizes, gr.String()+"#0")
-	}
 
 	resources := serverstorage.NewResourceConfig()
 	resources.EnableVersions(servedGroupVersions...)

@@ -8,8 +8,8 @@
 // in all else: the same etcd3 store, compactor, latency tracking and transformer, behind the
 // same watch cache (k8s.io/apiserver's cacher), built from the library's exported parts.
 //
-// Not shared: the health and readiness checks and the storage-size monitor keep their own
-// clients, as a check must not share the connection it checks.
+// Not shared: the health and readiness checks and the storage-size monitor, which the generic
+// server makes from the storage configuration itself, keep their own clients.
 package sharedetcd
 
 import (
@@ -51,8 +51,8 @@ const (
 // resource's etcd prefix, codec and encoding; Getter builds the storage under them.
 type Getter struct {
 	inner generic.RESTOptionsGetter
-	// uncached are the resources kept out of the watch cache (the factory's
-	// --watch-cache-sizes entries of size 0).
+	// uncached are the resources kept out of the watch cache (kube-apiserver's
+	// --watch-cache-sizes entries of size 0); every other one is behind it.
 	uncached map[schema.GroupResource]bool
 
 	mu      sync.Mutex
@@ -168,8 +168,9 @@ type sharedClient struct {
 	refs      int
 }
 
-// acquire returns the client of t's cluster, connecting at first use. The compactor runs
-// with the shortest interval any store asked for, as the factory's does (0: none).
+// acquire returns the client of t's cluster, connecting at first use, with its compactor
+// running at the first store's interval (0: none). berth's stores share one storage
+// configuration, so they all ask for the same.
 func (g *Getter) acquire(t storagebackend.TransportConfig, compaction time.Duration) (*sharedClient, error) {
 	key := fmt.Sprintf("%v|%s|%s|%s", t.ServerList, t.KeyFile, t.CertFile, t.TrustedCAFile)
 	g.mu.Lock()
