@@ -15,45 +15,70 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/testimage"
 )
 
-// inClusterImage is the image of test/e2e/incluster (a client-go program that lists the pods
-// of its namespace with rest.InClusterConfig) on top of busybox, in the loopback registry.
-var inCluster struct {
+// goImages are the images of the tests' Go programs (test/e2e/<name>) on top of busybox, in
+// the loopback registry, each built once per test binary.
+var goImages struct {
+	sync.Mutex
+	built map[string]*goImage
+}
+
+type goImage struct {
 	once sync.Once
 	ref  string
 	err  error
 }
 
-func inClusterImage(t *testing.T) string {
+// goProgramImage builds test/e2e/<name> statically and returns the image <name>:e2e that
+// holds it as /<name>.
+func goProgramImage(t *testing.T, name string) string {
 	t.Helper()
 	host := registryHost(t)
-	inCluster.once.Do(func() {
-		bin := filepath.Join(workDir, "bin", "incluster")
-		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./test/e2e/incluster")
+	goImages.Lock()
+	if goImages.built == nil {
+		goImages.built = map[string]*goImage{}
+	}
+	img, ok := goImages.built[name]
+	if !ok {
+		img = &goImage{}
+		goImages.built[name] = img
+	}
+	goImages.Unlock()
+	img.once.Do(func() {
+		bin := filepath.Join(workDir, "bin", name)
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./test/e2e/"+name)
 		cmd.Dir = moduleRoot
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			inCluster.err = fmt.Errorf("go build ./test/e2e/incluster: %w\n%s", err, out)
+			img.err = fmt.Errorf("go build ./test/e2e/%s: %w\n%s", name, err, out)
 			return
 		}
 		data, err := os.ReadFile(bin)
 		if err != nil {
-			inCluster.err = err
+			img.err = err
 			return
 		}
-		img, err := testimage.Busybox("incluster")
+		image, err := testimage.Busybox(name)
 		if err == nil {
-			img, err = testimage.AddFile(img, "/incluster", 0o755, data)
+			image, err = testimage.AddFile(image, "/"+name, 0o755, data)
 		}
 		if err == nil {
-			err = testimage.Push(host, "incluster:e2e", img)
+			err = testimage.Push(host, name+":e2e", image)
 		}
-		inCluster.ref, inCluster.err = host+"/incluster:e2e", err
+		img.ref, img.err = host+"/"+name+":e2e", err
 	})
-	if inCluster.err != nil {
-		t.Fatalf("the in-cluster client's image: %v", inCluster.err)
+	if img.err != nil {
+		t.Fatalf("the image of test/e2e/%s: %v", name, img.err)
 	}
-	return inCluster.ref
+	return img.ref
 }
+
+// inClusterImage is the image of test/e2e/incluster: a client-go program that lists the pods
+// of its namespace with rest.InClusterConfig.
+func inClusterImage(t *testing.T) string { return goProgramImage(t, "incluster") }
+
+// netexecImage is the image of test/e2e/netexec: an HTTP server, a small part of agnhost's
+// netexec.
+func netexecImage(t *testing.T) string { return goProgramImage(t, "netexec") }
 
 // TestInClusterClient: a default pod (no volumes of its own) gets the ServiceAccount
 // admission plugin's kube-api-access-<5> volume, and a client-go program in it that uses

@@ -10,26 +10,6 @@ import (
 	"time"
 )
 
-// cgiScripts is a ConfigMap of busybox httpd CGI scripts the tests' servers run from
-// /www/cgi-bin: redirect answers 302 to another host (as agnhost's /redirect?loc=http://0.0.0.0/
-// does), write appends the POSTed body to /host/received.
-const cgiScripts = `apiVersion: v1
-kind: ConfigMap
-metadata: {name: cgi}
-data:
-  redirect: |
-    #!/bin/sh
-    printf 'Status: 302 Found\r\nLocation: http://0.0.0.0/\r\nContent-Type: text/html\r\n\r\n<a href="http://0.0.0.0/">Found</a>.\n\n'
-  write: |
-    #!/bin/sh
-    head -c "$CONTENT_LENGTH" >> /host/received
-    echo >> /host/received
-    printf 'Content-Type: application/json\r\n\r\n{"Hostname": "server"}\n'
-`
-
-// cgiServer is a container's command that serves the CGI scripts on :8080.
-const cgiServer = `mkdir -p /www && ln -s /cgi /www/cgi-bin && httpd -p 8080 -h /www`
-
 // TestNodeProbeRedirects: an HTTP liveness probe answered with a redirect to another host
 // does not follow it and passes, with a ProbeWarning event that shows the answer, for an app
 // container and for a sidecar alike; neither is ever restarted.
@@ -37,21 +17,18 @@ func TestNodeProbeRedirects(t *testing.T) {
 	t.Parallel()
 	c, _ := nodeCluster(t)
 	ns := c.newNamespace(t)
-	image := busyboxImage(t)
-	c.mustIn(t, cgiScripts+fmt.Sprintf(`---
-apiVersion: v1
+	image, server := busyboxImage(t), netexecImage(t)
+	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: redirect}
 spec:
   terminationGracePeriodSeconds: 1
-  volumes: [{name: cgi, configMap: {name: cgi, defaultMode: 0755}}]
   containers:
   - name: web
-    image: %[1]s
-    command: ["sh", "-c", "%[2]s; sleep 3600"]
-    volumeMounts: [{name: cgi, mountPath: /cgi}]
+    image: %[2]s
+    command: ["/netexec", "--http-port=8080"]
     livenessProbe:
-      httpGet: {path: /cgi-bin/redirect, port: 8080}
+      httpGet: {path: "/redirect?loc=http%%3A%%2F%%2F0.0.0.0%%2F", port: 8080}
       initialDelaySeconds: 2
       periodSeconds: 1
       timeoutSeconds: 5
@@ -62,15 +39,13 @@ kind: Pod
 metadata: {name: redirect-sidecar}
 spec:
   terminationGracePeriodSeconds: 1
-  volumes: [{name: cgi, configMap: {name: cgi, defaultMode: 0755}}]
   initContainers:
   - name: web
-    image: %[1]s
+    image: %[2]s
     restartPolicy: Always
-    command: ["sh", "-c", "%[2]s; sleep 3600"]
-    volumeMounts: [{name: cgi, mountPath: /cgi}]
+    command: ["/netexec", "--http-port=8080"]
     livenessProbe:
-      httpGet: {path: /cgi-bin/redirect, port: 8080}
+      httpGet: {path: "/redirect?loc=http%%3A%%2F%%2F0.0.0.0%%2F", port: 8080}
       initialDelaySeconds: 2
       periodSeconds: 1
       timeoutSeconds: 5
@@ -79,11 +54,10 @@ spec:
   - name: app
     image: %[1]s
     command: ["sleep", "3600"]
-`, image, cgiServer), "apply", "-n", ns, "-f", "-")
+`, image, server), "apply", "-n", ns, "-f", "-")
 
-	// The probes allow a slow answer (timeoutSeconds 5): the busybox CGI server took over the
-	// default second under CI's load; a redirect counted as a failure would still show as an
-	// Unhealthy event at once.
+	// The probes allow a slow answer (timeoutSeconds 5) under CI's load; a redirect counted as
+	// a failure would still show as an Unhealthy event at once.
 	const warning = `Liveness probe warning: Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
 	for _, tc := range []struct{ pod, fieldPath, restarts string }{
 		{"redirect", "spec.containers{web}", "{.status.containerStatuses[0].restartCount}"},
@@ -194,22 +168,20 @@ func TestNodePreStopCallsAnotherPod(t *testing.T) {
 	ns := c.newNamespace(t)
 	image := busyboxImage(t)
 	hostDir := t.TempDir()
-	c.mustIn(t, cgiScripts+fmt.Sprintf(`---
-apiVersion: v1
+	c.mustIn(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: server}
 spec:
   terminationGracePeriodSeconds: 1
   volumes:
-  - {name: cgi, configMap: {name: cgi, defaultMode: 0755}}
   - {name: host, hostPath: {path: %[2]s, type: Directory}}
   containers:
   - name: server
     image: %[1]s
-    command: ["sh", "-c", "%[3]s; sleep 3600"]
+    command: ["/netexec", "--http-port=8080", "--write-file=/host/received"]
     ports: [{containerPort: 8080}]
-    volumeMounts: [{name: cgi, mountPath: /cgi}, {name: host, mountPath: /host}]
-`, image, hostDir, cgiServer), "apply", "-n", ns, "-f", "-")
+    volumeMounts: [{name: host, mountPath: /host}]
+`, netexecImage(t), hostDir), "apply", "-n", ns, "-f", "-")
 	c.waitPhase(t, ns, "server", "Running")
 	serverIP := c.jsonpath(t, ns, "pod/server", "{.status.podIP}")
 
@@ -227,7 +199,7 @@ spec:
     lifecycle:
       preStop:
         exec:
-          command: ["sh", "-c", "wget -O- --post-data='{\"Source\": \"prestop\"}' http://%[3]s/cgi-bin/write && echo prestop >> /host/order"]
+          command: ["sh", "-c", "wget -O- --post-data='{\"Source\": \"prestop\"}' http://%[3]s/write && echo prestop >> /host/order"]
 `, image, hostDir, serverIP+":8080"), "apply", "-n", ns, "-f", "-")
 	c.waitPhase(t, ns, "tester", "Running")
 	start := time.Now()

@@ -1,0 +1,72 @@
+// Command netexec is the e2e tests' HTTP server, a small part of upstream's agnhost netexec
+// (the test image upstream's e2e tests run): berth's tests cannot pull agnhost, and a busybox
+// httpd CGI script now and then took seconds to answer. It serves on --http-port:
+//
+//	/hostname          the pod's hostname
+//	/echo?msg=M        M
+//	/redirect?loc=URL  302 Found to URL, with agnhost's body
+//	/write             appends the POSTed body and a newline to --write-file
+//	/healthz           200
+package main
+
+import (
+	"flag"
+	"fmt"
+	"html"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"sync"
+)
+
+func main() {
+	port := flag.Int("http-port", 8080, "the port to serve HTTP on")
+	writeFile := flag.String("write-file", "/host/received", "the file /write appends to")
+	flag.Parse()
+
+	var mu sync.Mutex
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hostname", func(w http.ResponseWriter, r *http.Request) {
+		name, _ := os.Hostname()
+		fmt.Fprint(w, name)
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.URL.Query().Get("msg"))
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		loc := r.URL.Query().Get("loc")
+		if loc == "" {
+			http.Error(w, "loc is required", http.StatusBadRequest)
+			return
+		}
+		// http.Redirect writes the body `<a href="URL">Found</a>.` as agnhost's does.
+		http.Redirect(w, r, loc, http.StatusFound)
+	})
+	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(*writeFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = f.Write(append(body, '\n'))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			http.Error(w, html.EscapeString(err.Error()), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		name, _ := os.Hostname()
+		fmt.Fprintf(w, "{%q: %q}\n", "Hostname", name)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {})
+	log.Printf("serving on :%d", *port)
+	log.Fatal(http.ListenAndServe(fmt.Sprintf(":%d", *port), mux))
+}
