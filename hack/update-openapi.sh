@@ -4,8 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report=$(mktemp)
-trap 'rm -f "$report"' EXIT
-go run k8s.io/kube-openapi/cmd/openapi-gen \
+# The generator's own dependencies (k8s.io/gengo/v2) are not berth's: fetch them for this run and
+# leave go.mod and go.sum as they were.
+cp go.mod "$report.mod"; cp go.sum "$report.sum"
+trap 'mv "$report.mod" go.mod; mv "$report.sum" go.sum; rm -f "$report"' EXIT
+GOFLAGS=-mod=mod go get k8s.io/kube-openapi/pkg/generators@"$(go list -m -f '{{.Version}}' k8s.io/kube-openapi)"
+GOFLAGS=-mod=mod go run k8s.io/kube-openapi/cmd/openapi-gen \
   --output-dir pkg/apiserver/openapi \
   --output-pkg github.com/berth-cluster/berth/pkg/apiserver/openapi \
   --output-file zz_generated.openapi.go \
@@ -19,6 +23,8 @@ go run k8s.io/kube-openapi/cmd/openapi-gen \
   k8s.io/api/authentication/v1 \
   k8s.io/api/authorization/v1 \
   k8s.io/api/rbac/v1 \
+  k8s.io/api/discovery/v1 \
+  k8s.io/api/node/v1 \
   k8s.io/apimachinery/pkg/apis/meta/v1 \
   k8s.io/apimachinery/pkg/runtime \
   k8s.io/apimachinery/pkg/version \

@@ -13,7 +13,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -43,6 +45,8 @@ var GroupVersions = []schema.GroupVersion{
 	authenticationv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion,
+	discoveryv1.SchemeGroupVersion,
+	nodev1.SchemeGroupVersion,
 }
 
 func init() {
@@ -54,6 +58,8 @@ func init() {
 	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
 	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 	utilruntime.Must(rbacv1.AddToScheme(Scheme))
+	utilruntime.Must(discoveryv1.AddToScheme(Scheme))
+	utilruntime.Must(nodev1.AddToScheme(Scheme))
 
 	for _, gv := range GroupVersions {
 		addAsInternal(Scheme, gv)
@@ -105,7 +111,7 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
-		authorizationv1.AddToScheme, rbacv1.AddToScheme,
+		authorizationv1.AddToScheme, rbacv1.AddToScheme, discoveryv1.AddToScheme, nodev1.AddToScheme,
 	} {
 		utilruntime.Must(add(External))
 	}
