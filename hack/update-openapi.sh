@@ -24,6 +24,7 @@ GOFLAGS=-mod=mod go run k8s.io/kube-openapi/cmd/openapi-gen \
   k8s.io/api/authorization/v1 \
   k8s.io/api/rbac/v1 \
   k8s.io/api/discovery/v1 \
+  k8s.io/api/networking/v1 \
   k8s.io/api/node/v1 \
   k8s.io/apimachinery/pkg/apis/meta/v1 \
   k8s.io/apimachinery/pkg/runtime \

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -46,6 +47,7 @@ var GroupVersions = []schema.GroupVersion{
 	authorizationv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion,
 	discoveryv1.SchemeGroupVersion,
+	networkingv1.SchemeGroupVersion,
 	nodev1.SchemeGroupVersion,
 }
 
@@ -59,6 +61,7 @@ func init() {
 	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 	utilruntime.Must(rbacv1.AddToScheme(Scheme))
 	utilruntime.Must(discoveryv1.AddToScheme(Scheme))
+	utilruntime.Must(networkingv1.AddToScheme(Scheme))
 	utilruntime.Must(nodev1.AddToScheme(Scheme))
 
 	for _, gv := range GroupVersions {
@@ -111,7 +114,7 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
-		authorizationv1.AddToScheme, rbacv1.AddToScheme, discoveryv1.AddToScheme, nodev1.AddToScheme,
+		authorizationv1.AddToScheme, rbacv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme,
 	} {
 		utilruntime.Must(add(External))
 	}
