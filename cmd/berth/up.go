@@ -32,6 +32,8 @@ type controlPlaneFlags struct {
 	etcdKeyFile     string
 	etcdClientPort  int
 	serviceAccounts serviceAccountFlags
+	serviceIPRange  string
+	nodePortRange   string
 	// `berth up` only
 	schedulerConfig  string
 	schedulerAddress string
@@ -49,6 +51,10 @@ func (f *controlPlaneFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.etcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
 	fs.StringVar(&f.etcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
 	fs.IntVar(&f.etcdClientPort, "etcd-client-port", 2379, "loopback client port of the embedded etcd (0 picks a free port)")
+	fs.StringVar(&f.serviceIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange,
+		"CIDR (or two, one per IP family, comma-separated) from which Services get their cluster IPs")
+	fs.StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange,
+		"range of ports NodePort and LoadBalancer Services get their node ports from")
 	f.serviceAccounts.add(cmd)
 }
 
@@ -108,6 +114,9 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 		EtcdKeyFile:     f.etcdKeyFile,
 		EtcdClientPort:  f.etcdClientPort,
 		ServiceAccounts: f.serviceAccounts.config(),
+
+		ServiceClusterIPRange: f.serviceIPRange,
+		ServiceNodePortRange:  f.nodePortRange,
 	}, nil
 }
 

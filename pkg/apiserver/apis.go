@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/berth-cluster/berth/pkg/apiserver/registry"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/localsubjectaccessreview"
@@ -28,7 +30,10 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/ipaddress"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/servicecidr"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrole"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/escalation"
@@ -41,11 +46,27 @@ import (
 // installAPIs builds every resource's storage and serves it: core/v1 under /api, the other
 // groups under /apis. authz answers access reviews and makes the escalation checks of the
 // rbac registries; rules lists a user's rules for rules reviews.
-func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, rules authorizer.RuleResolver, tokens *serviceAccountTokens) error {
-	core, err := coreStorage(getter, kubelet, tokens)
+func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer, getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, authz authorizer.Authorizer, rules authorizer.RuleResolver, tokens *serviceAccountTokens) error {
+	// Services allocate IPs as IPAddress objects inside ServiceCIDRs: those stores come first.
+	ipAddresses, err := ipaddress.NewREST(getter)
 	if err != nil {
 		return err
 	}
+	serviceCIDRs, err := servicecidr.NewREST(getter)
+	if err != nil {
+		return err
+	}
+	svcNet, err := newServiceNetwork(c, getter, ipAddresses.Store, serviceCIDRs.ServiceCIDR.Store)
+	if err != nil {
+		return err
+	}
+	core, err := coreStorage(getter, kubelet, tokens, svcNet)
+	if err != nil {
+		svcNet.close()
+		return err
+	}
+	services := core["services"].(*registry.Resource).Store
+	installServiceHooks(gs, self, svcNet, services, ipAddresses.Store)
 	legacy := newGroup(corev1.SchemeGroupVersion.Group)
 	legacy.VersionedResourcesStorageMap["v1"] = core
 	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
@@ -86,6 +107,11 @@ func installAPIs(gs *genericapiserver.GenericAPIServer, getter generic.RESTOptio
 		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
 		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},
 		{rbacv1.GroupName, "v1", rbacStorage},
+		{networkingv1.GroupName, "v1", map[string]rest.Storage{
+			"ipaddresses":         ipAddresses,
+			"servicecidrs":        serviceCIDRs.ServiceCIDR,
+			"servicecidrs/status": serviceCIDRs.Status,
+		}},
 	}
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
 	for _, g := range groups {
@@ -134,7 +160,7 @@ func rbacStorage(getter generic.RESTOptionsGetter, authz authorizer.Authorizer) 
 	}, nil
 }
 
-func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens) (map[string]rest.Storage, error) {
+func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens, svcNet *serviceNetwork) (map[string]rest.Storage, error) {
 	pods, err := pod.NewStorage(getter)
 	if err != nil {
 		return nil, err
@@ -163,6 +189,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	services, err := service.NewStorage(getter, svcNet.ipAlloc, svcNet.nodePort)
+	if err != nil {
+		return nil, err
+	}
 	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
 	storage := map[string]rest.Storage{
 		"pods":                pods.Pod,
@@ -185,6 +215,8 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"configmaps":          configMaps,
 		"secrets":             secrets,
 		"serviceaccounts":     serviceAccounts,
+		"services":            services.Service,
+		"services/status":     services.Status,
 	}
 	if tokens.issuer != nil {
 		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,

@@ -15,6 +15,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/rolebinding"
@@ -33,6 +34,7 @@ func init() {
 	addDefaults(s, namespace.SetDefaults, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })
 	addDefaults(s, configmap.SetDefaults, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })
 	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
+	addDefaults(s, service.SetDefaults, func(l *corev1.ServiceList) []corev1.Service { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
 	addDefaults(s, rolebinding.SetDefaults, func(l *rbacv1.RoleBindingList) []rbacv1.RoleBinding { return l.Items })
 	addDefaults(s, clusterrolebinding.SetDefaults, func(l *rbacv1.ClusterRoleBindingList) []rbacv1.ClusterRoleBinding { return l.Items })
@@ -51,6 +53,7 @@ func init() {
 		{"ConfigMap", configmap.Fields, &corev1.ConfigMap{}},
 		{"Secret", secret.Fields, &corev1.Secret{}},
 		{"ServiceAccount", serviceaccount.Fields, &corev1.ServiceAccount{}},
+		{"Service", service.Fields, &corev1.Service{}},
 	} {
 		utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind(f.kind), registry.FieldLabelConversion(f.fields, f.zero)))
 	}

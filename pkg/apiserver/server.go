@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,7 +88,19 @@ type Config struct {
 
 	// ServiceAccounts says how service-account tokens are issued and verified.
 	ServiceAccounts ServiceAccountConfig
+
+	// ServiceClusterIPRange is where Services' cluster IPs come from: one CIDR, or two
+	// (one per family) comma-separated, the default family first ("" is
+	// DefaultServiceClusterIPRange). ServiceNodePortRange is where node ports come from
+	// ("" is DefaultServiceNodePortRange).
+	ServiceClusterIPRange, ServiceNodePortRange string
 }
+
+// kube-apiserver's defaults.
+const (
+	DefaultServiceClusterIPRange = "10.96.0.0/12"
+	DefaultServiceNodePortRange  = "30000-32767"
+)
 
 // Server is a configured API server, ready to Run.
 type Server struct {
@@ -114,6 +127,7 @@ var servedGroupVersions = []schema.GroupVersion{
 	eventsv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion,
+	networkingv1.SchemeGroupVersion,
 }
 
 // New builds the API server.
@@ -208,7 +222,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := installAPIs(gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, rules, tokens); err != nil {
+	if err := installAPIs(c, endpoint{ip: rc.PublicAddress, port: port}, gs, rc.RESTOptionsGetter, kubelet, rc.Authorization.Authorizer, rules, tokens); err != nil {
 		return nil, err
 	}
 	tokens.installOpenID(gs, completed.ExternalAddress)
@@ -317,7 +331,7 @@ func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibi
 	// Which resources sit behind the watch cache is sharedetcd.Getter's to decide: it
 	// replaces the decorator the factory's getter picks, so no --watch-cache-sizes here.
 	etcd.EnableWatchCache = true
-	uncached := []schema.GroupResource{corev1.Resource("events"), eventsv1.Resource("events")}
+	uncached := []schema.GroupResource{corev1.Resource("events"), eventsv1.Resource("events"), nodePortAllocations, apiServerLeases}
 
 	resources := serverstorage.NewResourceConfig()
 	resources.EnableVersions(servedGroupVersions...)

@@ -43,6 +43,9 @@ type Config struct {
 	// ServiceAccounts configures service-account tokens; without a signing key file, the key
 	// is DataDir/pki/sa.key, made at first start.
 	ServiceAccounts apiserver.ServiceAccountConfig
+	// ServiceClusterIPRange and ServiceNodePortRange are kube-apiserver's
+	// --service-cluster-ip-range and --service-node-port-range ("" for the defaults).
+	ServiceClusterIPRange, ServiceNodePortRange string
 	// Components run in this process once the API server is ready (the controllers, the
 	// scheduler and the node agent), each until ctx ends; one that stops is restarted.
 	Components []Component
@@ -139,6 +142,8 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		CompactionInterval:    5 * time.Minute,
 		ReadyzChecks:          components.checks(c.Components),
 		ServiceAccounts:       serviceAccounts,
+		ServiceClusterIPRange: c.ServiceClusterIPRange,
+		ServiceNodePortRange:  c.ServiceNodePortRange,
 	})
 	if err != nil {
 		return err

@@ -45,6 +45,8 @@ type Options struct {
 	Components []cluster.Component
 	// ComponentIdentities runs each component as its own Identity instead of the admin.
 	ComponentIdentities bool
+	// ServiceClusterIPRange and ServiceNodePortRange replace the API server's defaults.
+	ServiceClusterIPRange, ServiceNodePortRange string
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -84,6 +86,9 @@ func start(o Options) (*Cluster, error) {
 		Components:  components,
 
 		ComponentIdentities: o.ComponentIdentities,
+
+		ServiceClusterIPRange: o.ServiceClusterIPRange,
+		ServiceNodePortRange:  o.ServiceNodePortRange,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
