@@ -345,7 +345,8 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		if err != nil {
 			return nil, nil, err
 		}
-		serviceEnv = kl.services.EnvForWithStandIn(standIn)
+		// berth's node agent has no service proxy yet: the stand-in always wins.
+		serviceEnv = kl.services.EnvForWithStandIn(standIn, true)
 	}
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, kl.tokens, func() v1.ResourceList { return allocatable })
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so

@@ -66,7 +66,7 @@ func TestServicesStandIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envFor := s.EnvForWithStandIn(standIn)
+	envFor := s.EnvForWithStandIn(standIn, false)
 	ctx := context.Background()
 	want := map[string]string{
 		"KUBERNETES_SERVICE_HOST":        "192.0.2.10",

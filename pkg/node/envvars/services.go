@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -88,16 +89,19 @@ func (s *Services) HasSynced() bool { return s.informer.HasSynced() || s.unserve
 // Services, and fails with the kubelet's error after it; a static pod, which runs without the
 // API server, gets what is known.
 func (s *Services) EnvFor(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
-	return s.envFor(ctx, pod, nil)
+	return s.envFor(ctx, pod, nil, false)
 }
 
 // EnvForWithStandIn is EnvFor with standIn (APIServerService) as the kubernetes Service while
-// the default namespace has none.
-func (s *Services) EnvForWithStandIn(standIn *v1.Service) func(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
-	return func(ctx context.Context, pod *v1.Pod) (map[string]string, error) { return s.envFor(ctx, pod, standIn) }
+// the default namespace has none, or always when replace is set: a node without a service
+// proxy routes no cluster IPs, so the real Service's would be unreachable from its pods.
+func (s *Services) EnvForWithStandIn(standIn *v1.Service, replace bool) func(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
+	return func(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
+		return s.envFor(ctx, pod, standIn, replace)
+	}
 }
 
-func (s *Services) envFor(ctx context.Context, pod *v1.Pod, standIn *v1.Service) (map[string]string, error) {
+func (s *Services) envFor(ctx context.Context, pod *v1.Pod, standIn *v1.Service, replace bool) (map[string]string, error) {
 	if !kubetypes.IsStaticPod(pod) && !s.HasSynced() {
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, s.syncWait, true, func(context.Context) (bool, error) {
 			return s.HasSynced(), nil
@@ -107,7 +111,7 @@ func (s *Services) envFor(ctx context.Context, pod *v1.Pod, standIn *v1.Service)
 		}
 	}
 	enable := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
-	services, err := s.candidates(pod.Namespace, enable, standIn)
+	services, err := s.candidates(pod.Namespace, enable, standIn, replace)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
 	}
@@ -117,13 +121,20 @@ func (s *Services) envFor(ctx context.Context, pod *v1.Pod, standIn *v1.Service)
 // candidates are the services ForServices may pick from: the namespace's (when service
 // links are on) and the default namespace's kubernetes Service (standIn when there is none),
 // read from the namespace index rather than the whole cluster's list.
-func (s *Services) candidates(namespace string, enableServiceLinks bool, standIn *v1.Service) ([]*v1.Service, error) {
+func (s *Services) candidates(namespace string, enableServiceLinks bool, standIn *v1.Service, replace bool) ([]*v1.Service, error) {
 	var out []*v1.Service
 	if enableServiceLinks {
 		var err error
 		if out, err = s.lister.Services(namespace).List(labels.Everything()); err != nil {
 			return nil, err
 		}
+	}
+	if standIn != nil && replace {
+		if namespace == metav1.NamespaceDefault {
+			// The namespace's own list holds the real one: the stand-in takes its place.
+			out = slices.DeleteFunc(out, func(svc *v1.Service) bool { return svc.Name == masterService })
+		}
+		return append(out, standIn), nil
 	}
 	master, err := s.lister.Services(metav1.NamespaceDefault).Get(masterService)
 	switch {

@@ -33,6 +33,7 @@ func NewStorage(getter generic.RESTOptionsGetter, ips IPAllocator, ports PortAll
 	if err != nil {
 		return nil, err
 	}
+	store.Decorator = defaultOnRead
 	// The status endpoint is a copy made before the allocation hooks: a status write never
 	// allocates (its spec is the stored one).
 	status := registry.NewSubresourceREST(store, StatusStrategy)

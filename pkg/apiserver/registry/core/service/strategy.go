@@ -45,6 +45,33 @@ func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field
 	return ValidateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
 }
 
+func (strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return Warnings(obj.(*corev1.Service))
+}
+
+func (strategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+	return Warnings(obj.(*corev1.Service))
+}
+
+// defaultOnRead drops what an ExternalName Service cannot have but may carry from its
+// earlier type (internalTrafficPolicy), as kube-apiserver does when it reads one.
+func defaultOnRead(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		defaultServiceOnRead(o)
+	case *corev1.ServiceList:
+		for i := range o.Items {
+			defaultServiceOnRead(&o.Items[i])
+		}
+	}
+}
+
+func defaultServiceOnRead(svc *corev1.Service) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		svc.Spec.InternalTrafficPolicy = nil
+	}
+}
+
 // dropTypeDependentFields clears, on a change of type, the fields the new type may not have
 // that the client left as they were (a `kubectl patch` of only spec.type from NodePort to
 // ClusterIP keeps the node ports in the body; they go, as kube-apiserver drops them).
@@ -124,4 +151,8 @@ func (statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 
 func (statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return ValidateServiceStatusUpdate(obj.(*corev1.Service), old.(*corev1.Service))
+}
+
+func (statusStrategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+	return StatusWarnings(obj.(*corev1.Service))
 }

@@ -195,7 +195,7 @@ func TestValidateServiceMetadata(t *testing.T) {
 		{name: "topology annotations agree",
 			svc: clusterIPService(withAnnotation(corev1.AnnotationTopologyMode, "Auto"), withAnnotation(corev1.DeprecatedAnnotationTopologyAwareHints, "Auto"))},
 		{name: "topology annotations disagree",
-			svc: clusterIPService(withAnnotation(corev1.AnnotationTopologyMode, "Auto"), withAnnotation(corev1.DeprecatedAnnotationTopologyAwareHints, "Disabled")),
+			svc:  clusterIPService(withAnnotation(corev1.AnnotationTopologyMode, "Auto"), withAnnotation(corev1.DeprecatedAnnotationTopologyAwareHints, "Disabled")),
 			want: []string{`metadata.annotations[service.kubernetes.io/topology-mode]: Invalid value: "Auto": must match annotations[service.kubernetes.io/topology-aware-hints] when both are specified`}},
 	}
 	for _, tc := range tests {
@@ -495,8 +495,12 @@ func TestValidateServiceTrafficPolicies(t *testing.T) {
 			want: []string{"spec.healthCheckNodePort: Invalid value: -1: " + portRangeMsg}},
 		{name: "no ITP", svc: clusterIPService(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = nil }),
 			want: []string{"spec.internalTrafficPolicy: Required value"}},
-		{name: "ITP Local", svc: clusterIPService(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal) })},
-		{name: "unknown ITP", svc: clusterIPService(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = ptr.To[corev1.ServiceInternalTrafficPolicy]("Node") }),
+		{name: "ITP Local", svc: clusterIPService(func(s *corev1.Service) {
+			s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
+		})},
+		{name: "unknown ITP", svc: clusterIPService(func(s *corev1.Service) {
+			s.Spec.InternalTrafficPolicy = ptr.To[corev1.ServiceInternalTrafficPolicy]("Node")
+		}),
 			want: []string{`spec.internalTrafficPolicy: Unsupported value: "Node": supported values: "Cluster", "Local"`}},
 		{name: "PreferClose", svc: clusterIPService(td("PreferClose"))},
 		{name: "PreferSameZone", svc: clusterIPService(td("PreferSameZone"))},
