@@ -1,18 +1,23 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -25,6 +30,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/subjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/coordination/lease"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
@@ -32,6 +38,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/discovery/endpointslice"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/ipaddress"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/servicecidr"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrole"
@@ -60,7 +67,12 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	if err != nil {
 		return err
 	}
-	core, err := coreStorage(getter, kubelet, tokens, svcNet)
+	slices, err := endpointslice.NewREST(getter)
+	if err != nil {
+		svcNet.close()
+		return err
+	}
+	core, err := coreStorage(getter, kubelet, tokens, svcNet, slices.Store)
 	if err != nil {
 		svcNet.close()
 		return err
@@ -107,6 +119,7 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
 		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},
 		{rbacv1.GroupName, "v1", rbacStorage},
+		{discoveryv1.GroupName, "v1", map[string]rest.Storage{"endpointslices": slices}},
 		{networkingv1.GroupName, "v1", map[string]rest.Storage{
 			"ipaddresses":         ipAddresses,
 			"servicecidrs":        serviceCIDRs.ServiceCIDR,
@@ -124,6 +137,13 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	}
 	return nil
 }
+
+// proxyTransport carries pods/proxy and services/proxy to pods, as kube-apiserver's: pods'
+// serving certificates are not checked (they have no names the server could check).
+var proxyTransport = utilnet.SetTransportDefaults(&http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	Proxy:           nil,
+})
 
 func newGroup(group string) genericapiserver.APIGroupInfo {
 	return genericapiserver.NewDefaultAPIGroupInfo(group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
@@ -160,7 +180,7 @@ func rbacStorage(getter generic.RESTOptionsGetter, authz authorizer.Authorizer) 
 	}, nil
 }
 
-func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens, svcNet *serviceNetwork) (map[string]rest.Storage, error) {
+func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens, svcNet *serviceNetwork, slices *genericregistry.Store) (map[string]rest.Storage, error) {
 	pods, err := pod.NewStorage(getter)
 	if err != nil {
 		return nil, err
@@ -193,6 +213,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	eps, err := endpoints.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
 	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
 	storage := map[string]rest.Storage{
 		"pods":                pods.Pod,
@@ -204,6 +228,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"pods/binding":        pods.Binding,
 		"pods/eviction":       pods.Eviction,
 		"pods/log":            pod.NewLogREST(pods.Pod.Store, nodes.Node.Store, kubelet),
+		"pods/proxy":          pod.NewProxyREST(pods.Pod.Store, proxyTransport),
 		"bindings":            pods.LegacyBinding,
 		"nodes":               nodes.Node,
 		"nodes/status":        nodes.Status,
@@ -217,6 +242,9 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"serviceaccounts":     serviceAccounts,
 		"services":            services.Service,
 		"services/status":     services.Status,
+		"services/proxy": service.NewProxyREST(services.Service.Store, pods.Pod.Store,
+			sliceLister(slices), proxyTransport),
+		"endpoints": eps,
 	}
 	if tokens.issuer != nil {
 		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
@@ -17,6 +19,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/discovery/endpointslice"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/rolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/scheduling/priorityclass"
@@ -34,6 +37,8 @@ func init() {
 	addDefaults(s, namespace.SetDefaults, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })
 	addDefaults(s, configmap.SetDefaults, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })
 	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
+	addDefaults(s, endpoints.SetDefaults, func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })
+	addDefaults(s, endpointslice.SetDefaults, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })
 	addDefaults(s, service.SetDefaults, func(l *corev1.ServiceList) []corev1.Service { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
 	addDefaults(s, rolebinding.SetDefaults, func(l *rbacv1.RoleBindingList) []rbacv1.RoleBinding { return l.Items })
@@ -54,6 +59,7 @@ func init() {
 		{"Secret", secret.Fields, &corev1.Secret{}},
 		{"ServiceAccount", serviceaccount.Fields, &corev1.ServiceAccount{}},
 		{"Service", service.Fields, &corev1.Service{}},
+		{"Endpoints", endpoints.Fields, &corev1.Endpoints{}},
 	} {
 		utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind(f.kind), registry.FieldLabelConversion(f.fields, f.zero)))
 	}

@@ -28,6 +28,8 @@ var queryParameterTypes = []runtime.Object{
 	&corev1.PodAttachOptions{},
 	&corev1.PodPortForwardOptions{},
 	&corev1.NodeProxyOptions{},
+	&corev1.PodProxyOptions{},
+	&corev1.ServiceProxyOptions{},
 }
 
 // registerQueryParameterConversions adds the url.Values conversions of queryParameterTypes.

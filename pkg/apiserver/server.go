@@ -17,6 +17,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -128,6 +129,7 @@ var servedGroupVersions = []schema.GroupVersion{
 	schedulingv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion,
 	networkingv1.SchemeGroupVersion,
+	discoveryv1.SchemeGroupVersion,
 }
 
 // New builds the API server.

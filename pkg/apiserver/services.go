@@ -9,13 +9,16 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -204,12 +207,26 @@ type endpoint struct {
 	port int
 }
 
-// publicIP is the address the kubernetes Service's endpoints carry.
-func publicIP(ip net.IP) net.IP {
-	if ip == nil || ip.IsUnspecified() {
+// publicIP is the address the kubernetes Service's endpoints carry: the advertised address
+// when it is of the Service's family (the service proxy cannot translate an IPv4 cluster IP
+// to an IPv6 endpoint; kube-apiserver refuses such an --advertise-address), else the
+// machine's first global address of that family, else its loopback address.
+func publicIP(ip net.IP, cidr netip.Prefix) net.IP {
+	want4 := cidr.Addr().Is4()
+	if ip != nil && !ip.IsUnspecified() && (ip.To4() != nil) == want4 {
+		return ip
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && (n.IP.To4() != nil) == want4 {
+				return n.IP
+			}
+		}
+	}
+	if want4 {
 		return net.IPv4(127, 0, 0, 1)
 	}
-	return ip
+	return net.IPv6loopback
 }
 
 // installServiceHooks starts, once the server serves, the kubernetes Service's controller
@@ -228,7 +245,7 @@ func installServiceHooks(gs *genericapiserver.GenericAPIServer, self endpoint, n
 			return err
 		}
 		ctrl := kubernetesservice.New(client, n.leases, kubernetesservice.Config{
-			PublicIP:     publicIP(self.ip),
+			PublicIP:     publicIP(self.ip, n.cidrs[0]),
 			Port:         self.port,
 			ServiceCIDRs: n.cidrs,
 		})
@@ -251,4 +268,18 @@ func installServiceHooks(gs *genericapiserver.GenericAPIServer, self endpoint, n
 		n.close()
 		return nil
 	})
+}
+
+// sliceLister lists a Service's EndpointSlices from the store (services/proxy).
+func sliceLister(slices *genericregistry.Store) service.EndpointSlices {
+	return func(ctx context.Context, ns, name string) ([]discoveryv1.EndpointSlice, error) {
+		ctx = genericapirequest.WithNamespace(ctx, ns)
+		obj, err := slices.List(ctx, &metainternalversion.ListOptions{
+			LabelSelector: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}),
+		})
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*discoveryv1.EndpointSliceList).Items, nil
+	}
 }

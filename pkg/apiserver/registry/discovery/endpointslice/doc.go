@@ -1,0 +1,8 @@
+// Package endpointslice is the registry of discovery.k8s.io/v1 EndpointSlices: their
+// defaults and validation, their strategy, table and storage.
+//
+// In the API server's flow (decode → default → validate → admit → store) it owns the default
+// and validate steps for /apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices. The
+// EndpointSlice controllers write most of them; the service proxy and the cluster DNS read
+// them.
+package endpointslice
