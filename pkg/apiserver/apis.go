@@ -35,6 +35,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/podtemplate"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
@@ -217,6 +218,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	podTemplates, err := podtemplate.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
 	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
 	storage := map[string]rest.Storage{
 		"pods":                pods.Pod,
@@ -244,7 +249,8 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"services/status":     services.Status,
 		"services/proxy": service.NewProxyREST(services.Service.Store, pods.Pod.Store,
 			sliceLister(slices), proxyTransport),
-		"endpoints": eps,
+		"endpoints":    eps,
+		"podtemplates": podTemplates,
 	}
 	if tokens.issuer != nil {
 		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,

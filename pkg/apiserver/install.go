@@ -16,6 +16,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/podtemplate"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
@@ -39,6 +40,7 @@ func init() {
 	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
 	addDefaults(s, endpoints.SetDefaults, func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })
 	addDefaults(s, endpointslice.SetDefaults, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })
+	addDefaults(s, podtemplate.SetDefaults, func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items })
 	addDefaults(s, service.SetDefaults, func(l *corev1.ServiceList) []corev1.Service { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
 	addDefaults(s, rolebinding.SetDefaults, func(l *rbacv1.RoleBindingList) []rbacv1.RoleBinding { return l.Items })
@@ -60,6 +62,7 @@ func init() {
 		{"ServiceAccount", serviceaccount.Fields, &corev1.ServiceAccount{}},
 		{"Service", service.Fields, &corev1.Service{}},
 		{"Endpoints", endpoints.Fields, &corev1.Endpoints{}},
+		{"PodTemplate", podtemplate.Fields, &corev1.PodTemplate{}},
 	} {
 		utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind(f.kind), registry.FieldLabelConversion(f.fields, f.zero)))
 	}
