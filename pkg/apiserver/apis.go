@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -42,6 +43,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/discovery/endpointslice"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/ipaddress"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/servicecidr"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/node/runtimeclass"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrole"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/escalation"
@@ -98,6 +100,10 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	if err != nil {
 		return err
 	}
+	runtimeClasses, err := runtimeclass.NewREST(getter)
+	if err != nil {
+		return err
+	}
 	rbacStorage, err := rbacStorage(getter, authz)
 	if err != nil {
 		return err
@@ -121,6 +127,7 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},
 		{rbacv1.GroupName, "v1", rbacStorage},
 		{discoveryv1.GroupName, "v1", map[string]rest.Storage{"endpointslices": slices}},
+		{nodev1.GroupName, "v1", map[string]rest.Storage{"runtimeclasses": runtimeClasses}},
 		{networkingv1.GroupName, "v1", map[string]rest.Storage{
 			"ipaddresses":         ipAddresses,
 			"servicecidrs":        serviceCIDRs.ServiceCIDR,

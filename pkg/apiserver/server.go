@@ -20,6 +20,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -130,6 +131,7 @@ var servedGroupVersions = []schema.GroupVersion{
 	rbacv1.SchemeGroupVersion,
 	networkingv1.SchemeGroupVersion,
 	discoveryv1.SchemeGroupVersion,
+	nodev1.SchemeGroupVersion,
 }
 
 // New builds the API server.

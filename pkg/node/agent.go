@@ -45,6 +45,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
 	"github.com/berth-cluster/berth/pkg/node/prober"
+	"github.com/berth-cluster/berth/pkg/node/runtimeclass"
 	"github.com/berth-cluster/berth/pkg/node/server"
 	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
@@ -249,6 +250,9 @@ type Dependencies struct {
 	// Services are the cluster's Services for the containers' service variables, run by the
 	// caller (berth sim shares one among its nodes); nil: Kubelet.Run runs its own.
 	Services *envvars.Services
+	// RuntimeClasses look runtime handlers up, run by the caller; nil: the node agent runs
+	// its own.
+	RuntimeClasses *runtimeclass.Manager
 	// Tokens are the service-account tokens of the node's projected volumes, run by the
 	// caller (a test that moves the manager's clock); nil: the node agent's own.
 	Tokens *token.Manager
@@ -331,6 +335,10 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	kl.podWorkers = podworkers.New(kl, recorder, kl.workQueue, kc.SyncFrequency.Duration, 10*time.Second, kl.podCache)
 	kl.statusManager = status.NewManager(client, kl.podManager, podDeletionSafety{kl.podWorkers})
 	kl.probeManager = prober.NewManager(ctx, kl.statusManager, criCommandRunner{deps.Runtime}, recorder, kl.podWorkers.IsPodTerminationRequested)
+	kl.runtimeClasses, kl.ownRuntimeClasses = deps.RuntimeClasses, deps.RuntimeClasses == nil
+	if kl.ownRuntimeClasses {
+		kl.runtimeClasses = runtimeclass.NewManager(client)
+	}
 	kl.services, kl.ownServices = deps.Services, deps.Services == nil
 	if kl.ownServices {
 		kl.services = envvars.NewServices(client)
@@ -363,6 +371,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		volumes:     kl.volumeManager,
 		serviceEnv:  serviceEnv,
 		actuated:    actuated,
+		handlers:    kl.runtimeClasses,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -46,6 +46,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
 	"github.com/berth-cluster/berth/pkg/node/prober"
 	"github.com/berth-cluster/berth/pkg/node/prober/results"
+	"github.com/berth-cluster/berth/pkg/node/runtimeclass"
 	"github.com/berth-cluster/berth/pkg/node/stats"
 	"github.com/berth-cluster/berth/pkg/node/status"
 	"github.com/berth-cluster/berth/pkg/node/token"
@@ -88,12 +89,16 @@ type Kubelet struct {
 	imageList *images.List
 	// services feed the containers' service variables; ownServices: Run runs the informer
 	// (berth sim runs one for all its nodes).
-	services      *envvars.Services
-	ownServices   bool
-	eviction      *eviction.Manager
-	oomWatcher    *oom.Watcher
-	metrics       *metrics.Metrics
-	statsProvider *stats.Provider
+	services    *envvars.Services
+	ownServices bool
+	// runtimeClasses say which CRI handler a runtimeClassName stands for; own: Run runs
+	// the informer.
+	runtimeClasses    *runtimeclass.Manager
+	ownRuntimeClasses bool
+	eviction          *eviction.Manager
+	oomWatcher        *oom.Watcher
+	metrics           *metrics.Metrics
+	statsProvider     *stats.Provider
 	// containerLogManager rotates the containers' logs.
 	containerLogManager *logs.Manager
 	imageGCPeriod       time.Duration
@@ -147,6 +152,9 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	if kl.ownServices {
 		// Not under panics.Forever: an informer runs only once; Run recovers a panic itself.
 		wg.Go(func() { kl.services.Run(ctx) })
+	}
+	if kl.ownRuntimeClasses {
+		wg.Go(func() { kl.runtimeClasses.Run(ctx) })
 	}
 	every("runtime-check", runtimeCheckPeriod, kl.updateRuntimeUp)
 	wg.Go(func() { kl.statusManager.Run(ctx) }) // it comes back from a panic itself

@@ -28,6 +28,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
 	"github.com/berth-cluster/berth/pkg/node/prober"
+	"github.com/berth-cluster/berth/pkg/node/runtimeclass"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
 
@@ -113,6 +114,7 @@ type runtimeModules struct {
 	volumes     kuberuntime.VolumeHost
 	serviceEnv  func(ctx context.Context, pod *v1.Pod) (map[string]string, error)
 	actuated    kuberuntime.ActuatedResources
+	handlers    *runtimeclass.Manager
 }
 
 // newRuntimeManager builds the runtime manager (SyncPod, startContainer, killContainer) over
@@ -126,6 +128,7 @@ func newRuntimeManager(ctx context.Context, cfg Config, kc *kubeletconfig.Kubele
 	}
 	return kuberuntime.NewManager(kuberuntime.Config{
 		RuntimeName:           runtimeName(ctx, deps.Runtime),
+		RuntimeHandlers:       m.handlers,
 		PodLogsDir:            kc.PodLogsDir,
 		RootDir:               cfg.DataDir,
 		NodeName:              cfg.NodeName,

@@ -36,6 +36,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/runtimeclass"
 	kubetypes "github.com/berth-cluster/berth/pkg/node/types"
 )
 
@@ -155,6 +156,8 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	servicesCtx, stopServices := context.WithCancel(ctx)
 	defer stopServices() // before servicesDone.Wait
 	servicesDone.Go(func() { services.Run(servicesCtx) })
+	runtimeClasses := runtimeclass.NewManager(client)
+	servicesDone.Go(func() { runtimeClasses.Run(servicesCtx) })
 	clk := clock.RealClock{}
 	machine, err := machineInfo(opts.Template)
 	if err != nil {
@@ -165,7 +168,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	defer wg.Wait()
 	for i := 1; i <= opts.Nodes; i++ {
 		name := NodeName(opts.NamePrefix, i)
-		kl, updates, err := buildNode(ctx, name, i, opts, clients[(i-1)/nodesPerConnection], broadcasters[i%len(broadcasters)], source, nodes, services, clk, machine)
+		kl, updates, err := buildNode(ctx, name, i, opts, clients[(i-1)/nodesPerConnection], broadcasters[i%len(broadcasters)], source, nodes, services, runtimeClasses, clk, machine)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -186,7 +189,7 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 
 // buildNode makes node i's runtime and node agent.
 func buildNode(ctx context.Context, name string, i int, opts Options, client kubernetes.Interface, broadcaster record.EventBroadcaster,
-	source *config.SharedApiserverSource, nodes coreinformers.NodeInformer, services *envvars.Services, clk clock.WithTickerAndDelayedExecution, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
+	source *config.SharedApiserverSource, nodes coreinformers.NodeInformer, services *envvars.Services, runtimeClasses *runtimeclass.Manager, clk clock.WithTickerAndDelayedExecution, machine nodestatus.MachineInfo) (*node.Kubelet, <-chan kubetypes.PodUpdate, error) {
 	dataDir := filepath.Join(opts.DataDir, name)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, nil, err
@@ -237,6 +240,7 @@ func buildNode(ctx context.Context, name string, i int, opts Options, client kub
 		APIServerSource: source.Source,
 		Nodes:           nodes,
 		Services:        services,
+		RuntimeClasses:  runtimeClasses,
 		MachineInfo:     func() (*nodestatus.MachineInfo, error) { return &m, nil },
 		Simulated:       true,
 		Clock:           clk,

@@ -1,6 +1,6 @@
 // Package admission holds berth's admission plugins: the "admit" step of a request's path
 // ("decode → default → validate → admit → store") for what Kubernetes does in admission rather
-// than in defaulting — the service account of a pod, its priority, its default tolerations —
+// than in defaulting — the service account of a pod, its priority, its default tolerations, its RuntimeClass's overhead and scheduling —
 // and what a node's credentials may write (NodeRestriction).
 // NamespaceLifecycle comes from k8s.io/apiserver itself.
 package admission
@@ -18,6 +18,7 @@ var Order = []string{
 	NodeRestrictionPluginName,
 	DefaultTolerationSecondsPluginName,
 	PriorityPluginName,
+	RuntimeClassPluginName,
 }
 
 // Register adds berth's plugins to plugins.
@@ -26,6 +27,7 @@ func Register(plugins *admission.Plugins) {
 	registerNodeRestriction(plugins)
 	registerDefaultTolerationSeconds(plugins)
 	registerPriority(plugins)
+	registerRuntimeClass(plugins)
 }
 
 // isPod reports whether the request is for a pod itself, not one of its subresources.

@@ -41,7 +41,9 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sandboxC
 	if err != nil {
 		logger.Error(err, "Cannot make a container reference", "pod", klog.KObj(pod), "container", c.Name)
 	}
-	imageRef, msg, err := m.puller.EnsureImageExists(ctx, ref, pod, c.Image, c.ImagePullPolicy, pullSecrets, sandboxConfig, runtimeHandler(pod))
+	// The sandbox already ran with this handler, so the lookup succeeded once.
+	handler, _ := m.runtimeHandler(pod)
+	imageRef, msg, err := m.puller.EnsureImageExists(ctx, ref, pod, c.Image, c.ImagePullPolicy, pullSecrets, sandboxConfig, handler)
 	if err != nil {
 		m.recordContainerEvent(ctx, pod, c, "", v1.EventTypeWarning, eventFailed, "Error: %v", grpcMessage(err))
 		return msg, err

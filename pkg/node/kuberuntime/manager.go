@@ -51,6 +51,12 @@ const (
 type Config struct {
 	// RuntimeName is the runtime's name in container ids ("containerd://…").
 	RuntimeName string
+	// RuntimeHandlers says which CRI handler a pod's runtimeClassName stands for
+	// (pkg/node/runtimeclass); nil takes the name as the handler (a node without an API
+	// server, tests).
+	RuntimeHandlers interface {
+		LookupRuntimeHandler(name *string) (string, error)
+	}
 	// PodLogsDir holds the pods' log directories, PodLogsDir/<ns>_<name>_<uid>/<container>/
 	// <restartCount>.log; default /var/log/pods. Two node agents on one machine need two.
 	PodLogsDir string

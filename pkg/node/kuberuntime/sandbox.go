@@ -28,20 +28,27 @@ func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uin
 	if err := m.setUpPodCgroup(pod, config.Linux.CgroupParent); err != nil {
 		return "", nil, fmt.Sprintf("Failed to create the cgroup of pod %q: %v", podDesc(pod), err), err
 	}
-	id, err := m.runtime.RunPodSandbox(ctx, config, runtimeHandler(pod))
+	handler, err := m.runtimeHandler(pod)
+	if err != nil {
+		return "", nil, fmt.Sprintf("Failed to create sandbox for pod %q: %v", podDesc(pod), err), err
+	}
+	id, err := m.runtime.RunPodSandbox(ctx, config, handler)
 	if err != nil {
 		return "", nil, fmt.Sprintf("Failed to create sandbox for pod %q: %v", podDesc(pod), err), err
 	}
 	return id, config, "", nil
 }
 
-// runtimeHandler is the CRI runtime handler of the pod. berth has no RuntimeClass objects
-// yet: a runtimeClassName names the handler directly.
-func runtimeHandler(pod *v1.Pod) string {
-	if pod.Spec.RuntimeClassName != nil {
-		return *pod.Spec.RuntimeClassName
+// runtimeHandler is the CRI runtime handler of the pod: its RuntimeClass's, or, without a
+// lookup, the class name itself.
+func (m *Manager) runtimeHandler(pod *v1.Pod) (string, error) {
+	if m.cfg.RuntimeHandlers != nil {
+		return m.cfg.RuntimeHandlers.LookupRuntimeHandler(pod.Spec.RuntimeClassName)
 	}
-	return ""
+	if pod.Spec.RuntimeClassName != nil {
+		return *pod.Spec.RuntimeClassName, nil
+	}
+	return "", nil
 }
 
 // generatePodSandboxConfig is the sandbox the pod asks for: its metadata (name, namespace,

@@ -51,3 +51,20 @@ func ValidatePodTemplateSpec(t *corev1.PodTemplateSpec, fldPath *field.Path) fie
 	}
 	return errs
 }
+
+// ValidateTolerations validates tolerations at fldPath as a pod's (RuntimeClasses'
+// scheduling tolerations share the rules).
+func ValidateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) field.ErrorList {
+	return validateTolerations(tolerations, fldPath)
+}
+
+// ValidateContainerResourceRequirements validates resource requirements at fldPath as a
+// container's (names, quantities, requests within limits), without resource claims.
+func ValidateContainerResourceRequirements(r *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
+	return validateResourceRequirements(r, containerResourceName, nil, fldPath)
+}
+
+// ValidateContainerResourceName validates a resource name a container may ask for.
+func ValidateContainerResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
+	return containerResourceName(name, fldPath)
+}
