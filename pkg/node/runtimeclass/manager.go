@@ -56,4 +56,3 @@ func (m *Manager) LookupRuntimeHandler(name *string) (string, error) {
 	}
 	return rc.Handler, nil
 }
-
