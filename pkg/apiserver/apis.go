@@ -33,6 +33,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/limitrange"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
@@ -225,6 +226,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	limitRanges, err := limitrange.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
 	podTemplates, err := podtemplate.NewREST(getter)
 	if err != nil {
 		return nil, err
@@ -258,6 +263,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 			sliceLister(slices), proxyTransport),
 		"endpoints":    eps,
 		"podtemplates": podTemplates,
+		"limitranges":  limitRanges,
 	}
 	if tokens.issuer != nil {
 		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,

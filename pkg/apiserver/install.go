@@ -13,6 +13,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/limitrange"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
@@ -40,6 +41,7 @@ func init() {
 	addDefaults(s, secret.SetDefaults, func(l *corev1.SecretList) []corev1.Secret { return l.Items })
 	addDefaults(s, endpoints.SetDefaults, func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })
 	addDefaults(s, endpointslice.SetDefaults, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })
+	addDefaults(s, limitrange.SetDefaults, func(l *corev1.LimitRangeList) []corev1.LimitRange { return l.Items })
 	addDefaults(s, podtemplate.SetDefaults, func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items })
 	addDefaults(s, service.SetDefaults, func(l *corev1.ServiceList) []corev1.Service { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
@@ -63,6 +65,7 @@ func init() {
 		{"Service", service.Fields, &corev1.Service{}},
 		{"Endpoints", endpoints.Fields, &corev1.Endpoints{}},
 		{"PodTemplate", podtemplate.Fields, &corev1.PodTemplate{}},
+		{"LimitRange", limitrange.Fields, &corev1.LimitRange{}},
 	} {
 		utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind(f.kind), registry.FieldLabelConversion(f.fields, f.zero)))
 	}

@@ -1,6 +1,6 @@
 // Package admission holds berth's admission plugins: the "admit" step of a request's path
 // ("decode → default → validate → admit → store") for what Kubernetes does in admission rather
-// than in defaulting — the service account of a pod, its priority, its default tolerations, its RuntimeClass's overhead and scheduling —
+// than in defaulting — the service account of a pod, its priority, its default tolerations, its RuntimeClass's overhead and scheduling, its LimitRanges' defaults and bounds —
 // and what a node's credentials may write (NodeRestriction).
 // NamespaceLifecycle comes from k8s.io/apiserver itself.
 package admission
@@ -14,6 +14,7 @@ import (
 // Mutating plugins run first, in this order; validating ones after them.
 var Order = []string{
 	lifecycle.PluginName,
+	LimitRangerPluginName,
 	ServiceAccountPluginName,
 	NodeRestrictionPluginName,
 	DefaultTolerationSecondsPluginName,
@@ -23,6 +24,7 @@ var Order = []string{
 
 // Register adds berth's plugins to plugins.
 func Register(plugins *admission.Plugins) {
+	registerLimitRanger(plugins)
 	registerServiceAccount(plugins)
 	registerNodeRestriction(plugins)
 	registerDefaultTolerationSeconds(plugins)

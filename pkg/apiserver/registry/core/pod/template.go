@@ -68,3 +68,7 @@ func ValidateContainerResourceRequirements(r *corev1.ResourceRequirements, fldPa
 func ValidateContainerResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
 	return containerResourceName(name, fldPath)
 }
+
+// IsOvercommitAllowed reports whether requests of name may be lower than its limits (not
+// for hugepages and extended resources).
+func IsOvercommitAllowed(name corev1.ResourceName) bool { return isOvercommitAllowed(name) }
