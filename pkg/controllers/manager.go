@@ -11,7 +11,9 @@
 //     namespace;
 //   - nodelifecycle: taints nodes by their conditions (memory-pressure, not-ready, ...);
 //   - clusterrole-aggregation: gives aggregated ClusterRoles (admin, edit, view) the rules of
-//     the roles they select.
+//     the roles they select;
+//   - endpointslice: keeps the EndpointSlices of Services with selectors from their ready pods
+//     (the service proxy and the cluster DNS read them).
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -47,6 +49,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/clusterroleaggregation"
+	"github.com/berth-cluster/berth/pkg/controllers/endpointslice"
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
@@ -145,6 +148,12 @@ var controllers = []struct {
 	{"serviceaccount", "service-account-controller", 5, func(c controllerContext, cl clients) controller {
 		ctrl := serviceaccount.NewController(cl.client, c.informers.Core().V1().Namespaces(), c.informers.Core().V1().ServiceAccounts())
 		ctrl.Recorder = c.recorder("serviceaccount")
+		return ctrl
+	}},
+	{"endpointslice", "endpointslice-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := endpointslice.NewController(cl.client, c.informers.Core().V1().Pods(), c.informers.Core().V1().Services(),
+			c.informers.Core().V1().Nodes(), c.informers.Discovery().V1().EndpointSlices(), 100)
+		ctrl.Recorder = c.recorder("endpoint-slice")
 		return ctrl
 	}},
 	{"root-ca-cert-publisher", "root-ca-cert-publisher", 1, func(c controllerContext, cl clients) controller {
