@@ -13,7 +13,9 @@
 //   - clusterrole-aggregation: gives aggregated ClusterRoles (admin, edit, view) the rules of
 //     the roles they select;
 //   - endpointslice: keeps the EndpointSlices of Services with selectors from their ready pods
-//     (the service proxy and the cluster DNS read them).
+//     (the service proxy and the cluster DNS read them);
+//   - service-cidr: marks ServiceCIDRs Ready, and holds a deleted one until no cluster IP
+//     inside it is left.
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -55,6 +57,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 	"github.com/berth-cluster/berth/pkg/controllers/rootcacertpublisher"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
+	"github.com/berth-cluster/berth/pkg/controllers/servicecidrs"
 	"github.com/berth-cluster/berth/pkg/util/managedfields"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
@@ -154,6 +157,11 @@ var controllers = []struct {
 		ctrl := endpointslice.NewController(cl.client, c.informers.Core().V1().Pods(), c.informers.Core().V1().Services(),
 			c.informers.Core().V1().Nodes(), c.informers.Discovery().V1().EndpointSlices(), 100)
 		ctrl.Recorder = c.recorder("endpoint-slice")
+		return ctrl
+	}},
+	{"service-cidr", "service-cidrs-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := servicecidrs.NewController(cl.client, c.informers.Networking().V1().ServiceCIDRs(), c.informers.Networking().V1().IPAddresses())
+		ctrl.Recorder = c.recorder("service-cidr")
 		return ctrl
 	}},
 	{"root-ca-cert-publisher", "root-ca-cert-publisher", 1, func(c controllerContext, cl clients) controller {

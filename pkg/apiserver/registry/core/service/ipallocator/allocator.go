@@ -183,8 +183,7 @@ func (a *Allocator) AllocateNext(ctx context.Context, svc *corev1.Service, famil
 		if size.Sign() <= 0 {
 			continue
 		}
-		offset := rangeOffset(size)
-		mid := add(first, offset)
+		mid := add(first, rangeOffset(r))
 		// The upper part, then the lower one.
 		for _, part := range [][2]netip.Addr{{mid, last}, {first, prev(mid)}} {
 			if part[0].Compare(part[1]) > 0 || !part[0].IsValid() {
@@ -202,7 +201,9 @@ func (a *Allocator) AllocateNext(ctx context.Context, svc *corev1.Service, famil
 // allocateIn tries the IPs of [first, last] from a random one on, skipping those known used.
 func (a *Allocator) allocateIn(ctx context.Context, svc *corev1.Service, first, last netip.Addr) (netip.Addr, error) {
 	n := new(big.Int).Add(span(first, last), big.NewInt(1))
+	a.mu.Lock() // a rand.Rand is not safe for concurrent use
 	start := add(first, randBelow(a.rand, n))
+	a.mu.Unlock()
 	ip := start
 	for {
 		a.mu.Lock()
@@ -324,11 +325,13 @@ func span(first, last netip.Addr) *big.Int {
 	return new(big.Int).Sub(toInt(last), toInt(first))
 }
 
-// rangeOffset is kube-apiserver's split of a range of size IPs: min(max(16, size/16), 256)
-// IPs at the bottom are taken dynamically only when the rest is full.
-func rangeOffset(size *big.Int) *big.Int {
+// rangeOffset is kube-apiserver's split of r (KEP-3070): of its 2^hostbits addresses,
+// min(max(16, addresses/16), 256) IPs at the bottom are taken dynamically only when the rest
+// is full; a prefix of 16 addresses or fewer has no split.
+func rangeOffset(r netip.Prefix) *big.Int {
 	const min, max, step = 16, 256, 16
-	if size.Cmp(big.NewInt(min)) < 0 {
+	size := new(big.Int).Lsh(big.NewInt(1), uint(r.Addr().BitLen()-r.Bits()))
+	if size.Cmp(big.NewInt(min)) <= 0 {
 		return big.NewInt(0)
 	}
 	o := new(big.Int).Div(size, big.NewInt(step))

@@ -70,12 +70,12 @@ func New(pr net.PortRange, store Storage) *Allocator {
 }
 
 // rangeOffset is kube-apiserver's split of a range: min(max(16, size/32), 128) ports at the
-// bottom are kept for static allocation.
+// bottom are kept for static allocation; a range of 16 ports or fewer has no split.
 func rangeOffset(size int) int {
 	const min, max, step = 16, 128, 32
 	o := size / step
 	switch {
-	case size < min:
+	case size <= min:
 		return 0
 	case o < min:
 		return min
