@@ -26,7 +26,11 @@ type Component struct {
 	// the cluster CA for it when the control plane runs components as themselves
 	// (Config.ComponentIdentities). Without a user, or otherwise, it runs as the admin.
 	Identity Identity
-	Run      func(ctx context.Context, config *rest.Config) error
+	// Setup, when set, runs once as the admin before the first Run (retried with Run's
+	// back-off until it succeeds): what kubeadm's addon phase does for a component, such as
+	// the cluster DNS's service account and role.
+	Setup func(ctx context.Context, admin *rest.Config) error
+	Run   func(ctx context.Context, config *rest.Config) error
 }
 
 // Back-off between restarts of a component: 1 s doubling to 30 s, back to 1 s after a run
@@ -46,12 +50,21 @@ type supervisor struct {
 func newSupervisor() *supervisor { return &supervisor{down: map[string]error{}} }
 
 // run runs c with a fresh copy of config until ctx ends, restarting it whenever it stops.
-func (s *supervisor) run(ctx context.Context, c Component, config func() *rest.Config) {
+func (s *supervisor) run(ctx context.Context, c Component, config, admin func() *rest.Config) {
 	logger := klog.FromContext(ctx).WithValues("component", c.Name)
 	backoff := restartInitialBackoff
+	setUp := c.Setup == nil
 	for {
 		start := time.Now()
-		err := panics.Call(ctx, "component/"+c.Name, func() error { return c.Run(ctx, config()) })
+		err := panics.Call(ctx, "component/"+c.Name, func() error {
+			if !setUp {
+				if err := c.Setup(ctx, admin()); err != nil {
+					return fmt.Errorf("setting up: %w", err)
+				}
+				setUp = true
+			}
+			return c.Run(ctx, config())
+		})
 		if ctx.Err() != nil {
 			return
 		}

@@ -203,7 +203,8 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 				return err
 			}
 			g.Go(func() error {
-				components.run(gctx, component, func() *rest.Config { return rest.CopyConfig(config) })
+				components.run(gctx, component, func() *rest.Config { return rest.CopyConfig(config) },
+					func() *rest.Config { return rest.CopyConfig(admin) })
 				return nil
 			})
 		}
