@@ -176,9 +176,18 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 						return err
 					}
 				}
-				cfg.Components = append(cfg.Components, cluster.Component{Name: "node", Identity: cluster.NodeIdentity(nodeConfig.NodeName), Run: func(ctx context.Context, config *rest.Config) error {
-					return node.Run(ctx, config, nodeConfig)
-				}})
+				dnsComponent, clusterDNS, err := clusterDNSComponent(f.serviceIPRange)
+				if err != nil {
+					return err
+				}
+				// ClusterFirst pods resolve through the cluster DNS, as on a kubeadm or k3s node.
+				if len(nodeConfig.Kubelet.ClusterDNS) == 0 {
+					nodeConfig.Kubelet.ClusterDNS = []string{clusterDNS}
+				}
+				cfg.Components = append(cfg.Components, dnsComponent,
+					cluster.Component{Name: "node", Identity: cluster.NodeIdentity(nodeConfig.NodeName), Run: func(ctx context.Context, config *rest.Config) error {
+						return node.Run(ctx, config, nodeConfig)
+					}})
 			}
 			return runControlPlane(cmd, cfg)
 		},
