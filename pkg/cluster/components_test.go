@@ -34,7 +34,10 @@ func TestSupervisorRestartsAStoppedComponentAndReportsItDown(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { s.run(ctx, c, func() *rest.Config { return &rest.Config{} }, func() *rest.Config { return &rest.Config{} }); close(done) }()
+	go func() {
+		s.run(ctx, c, func() *rest.Config { return &rest.Config{} }, func() *rest.Config { return &rest.Config{} })
+		close(done)
+	}()
 
 	deadline := time.Now().Add(5 * time.Second)
 	for runs.Load() < 1 || check.Check(nil) == nil {
