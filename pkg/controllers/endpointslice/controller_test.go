@@ -594,3 +594,57 @@ func TestAPanicInOneServicesSyncIsRetried(t *testing.T) {
 		t.Error("no event for the panics")
 	}
 }
+
+// TestDualStack: a Service of both IP families gets a slice of each address type, each with
+// the pods' addresses of its family.
+func TestDualStack(t *testing.T) {
+	svc := newService("web", intstr.FromInt32(8080), func(s *corev1.Service) {
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+		s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
+	})
+	dual := func(i int) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: fmt.Sprintf("fd00::1:%d", i+1)})
+		}
+	}
+	h := newHarness(t, 100, svc, newPod(0, dual(0)), newPod(1, dual(1)))
+	h.sync("web")
+	addrs := map[discovery.AddressType][]string{}
+	for _, s := range h.slices() {
+		for _, ep := range s.Endpoints {
+			addrs[s.AddressType] = append(addrs[s.AddressType], ep.Addresses...)
+		}
+	}
+	for _, a := range addrs {
+		slices.Sort(a)
+	}
+	want := map[discovery.AddressType][]string{
+		discovery.AddressTypeIPv4: {"10.0.0.1", "10.0.0.2"},
+		discovery.AddressTypeIPv6: {"fd00::1:1", "fd00::1:2"},
+	}
+	if fmt.Sprint(addrs) != fmt.Sprint(want) {
+		t.Errorf("addresses by type %v, want %v", addrs, want)
+	}
+}
+
+// TestAFailedWriteIsReported: a slice the API refuses is a Warning FailedToUpdateEndpointSlices
+// on the Service and a failed sync, which the queue retries.
+func TestAFailedWriteIsReported(t *testing.T) {
+	h := newHarness(t, 100, newService("web", intstr.FromInt32(8080)), newPod(0))
+	recorder := events.NewFakeRecorder(10)
+	h.c.Recorder = recorder
+	h.client.PrependReactor("create", "endpointslices", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, fmt.Errorf("the API server is unavailable")
+	})
+	if err := h.c.syncService(context.Background(), ns+"/web"); err == nil {
+		t.Fatal("sync succeeded with every create refused")
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Warning "+FailedToUpdateEndpointSlices+" Error updating Endpoint Slices for Service ns/web") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no event for the failed write")
+	}
+}
