@@ -14,6 +14,9 @@
 //     the roles they select;
 //   - endpointslice: keeps the EndpointSlices of Services with selectors from their ready pods
 //     (the service proxy and the cluster DNS read them);
+//   - endpoints: keeps the (deprecated, still read) core/v1 Endpoints of the same Services;
+//   - endpointslice-mirroring: mirrors the Endpoints users write for Services without
+//     selectors into EndpointSlices;
 //   - service-cidr: marks ServiceCIDRs Ready, and holds a deleted one until no cluster IP
 //     inside it is left.
 //
@@ -51,7 +54,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/clusterroleaggregation"
+	"github.com/berth-cluster/berth/pkg/controllers/endpoints"
 	"github.com/berth-cluster/berth/pkg/controllers/endpointslice"
+	"github.com/berth-cluster/berth/pkg/controllers/endpointslicemirroring"
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
@@ -157,6 +162,16 @@ var controllers = []struct {
 		ctrl := endpointslice.NewController(cl.client, c.informers.Core().V1().Pods(), c.informers.Core().V1().Services(),
 			c.informers.Core().V1().Nodes(), c.informers.Discovery().V1().EndpointSlices(), 100)
 		ctrl.Recorder = c.recorder("endpoint-slice")
+		return ctrl
+	}},
+	{"endpoints", "endpoint-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := endpoints.NewController(cl.client, c.informers.Core().V1().Pods(), c.informers.Core().V1().Services(), c.informers.Core().V1().Endpoints())
+		ctrl.Recorder = c.recorder("endpoint")
+		return ctrl
+	}},
+	{"endpointslice-mirroring", "endpointslicemirroring-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := endpointslicemirroring.NewController(cl.client, c.informers.Core().V1().Endpoints(), c.informers.Discovery().V1().EndpointSlices(), c.informers.Core().V1().Services())
+		ctrl.Recorder = c.recorder("endpoint-slice-mirroring")
 		return ctrl
 	}},
 	{"service-cidr", "service-cidrs-controller", 5, func(c controllerContext, cl clients) controller {
