@@ -180,7 +180,9 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 				if err != nil {
 					return err
 				}
-				// ClusterFirst pods resolve through the cluster DNS, as on a kubeadm or k3s node.
+				// ClusterFirst pods resolve through the cluster DNS, as on a kubeadm or k3s node
+				// (there through the kube-dns Service's IP; here, until the node agent proxies
+				// Services, at the server's host address).
 				if len(nodeConfig.Kubelet.ClusterDNS) == 0 {
 					nodeConfig.Kubelet.ClusterDNS = []string{clusterDNS}
 				}

@@ -7,6 +7,9 @@
 //	/redirect?loc=URL  302 Found to URL, with agnhost's body
 //	/write             appends the POSTed body and a newline to --write-file
 //	/healthz           200
+//
+// With --lookup NAME it resolves NAME as a pod's programs do (Go's resolver reads the pod's
+// resolv.conf: search path, ndots), prints the addresses one per line and exits.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"html"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -23,7 +27,19 @@ import (
 func main() {
 	port := flag.Int("http-port", 8080, "the port to serve HTTP on")
 	writeFile := flag.String("write-file", "/host/received", "the file /write appends to")
+	lookup := flag.String("lookup", "", "resolve this name, print its addresses and exit")
 	flag.Parse()
+	if *lookup != "" {
+		addrs, err := net.LookupHost(*lookup)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, a := range addrs {
+			fmt.Println(a)
+		}
+		return
+	}
 
 	var mu sync.Mutex
 	mux := http.NewServeMux()
