@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what the node agent runs: containerd, runc, the CNI
-# plugins, busybox-static (the tests' image) and iptables/iproute2. Only what is missing, and
-# only as root; never kubernetes-client, which conflicts with a kubectl already on the machine.
+# plugins, busybox-static (the tests' image), iptables/iproute2 and nftables (the service
+# proxy's nft). Only what is missing, and only as root; never kubernetes-client, which
+# conflicts with a kubectl already on the machine.
 set -euo pipefail
 need=()
 command -v containerd >/dev/null || need+=(containerd)
@@ -10,6 +11,7 @@ command -v runc >/dev/null || need+=(runc)
 [ -x /bin/busybox ] || need+=(busybox-static)
 command -v iptables >/dev/null || need+=(iptables)
 command -v ip >/dev/null || need+=(iproute2)
+command -v nft >/dev/null || need+=(nftables)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "the node agent needs ${need[*]}; run as root to install them (apt-get)" >&2
