@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/dns"
@@ -20,7 +24,7 @@ import (
 // kube-system/coredns. It returns the address for the node's clusterDNS: the server's own
 // host address for now, which pods reach through their bridge's gateway; the Service's IP
 // once the node agent has its service proxy to route it.
-func clusterDNSComponent(serviceIPRange string) (cluster.Component, string, error) {
+func clusterDNSComponent(serviceIPRange, podCIDR string) (cluster.Component, string, error) {
 	first := strings.TrimSpace(strings.Split(serviceIPRange, ",")[0])
 	prefix, err := netip.ParsePrefix(first)
 	if err != nil {
@@ -30,8 +34,13 @@ func clusterDNSComponent(serviceIPRange string) (cluster.Component, string, erro
 	for range 10 {
 		clusterIP = clusterIP.Next()
 	}
-	host, err := hostAddress(prefix.Addr().Is4())
-	if err != nil {
+	// The node's pod bridge gateway, the first address of its pod CIDR, is this cluster's
+	// alone (several berth ups on one machine each have their own), and every pod reaches it;
+	// without a pod CIDR, the machine's address.
+	host := ""
+	if pod, err := netip.ParsePrefix(podCIDR); err == nil && pod.Addr().Is4() == prefix.Addr().Is4() {
+		host = pod.Masked().Addr().Next().String()
+	} else if host, err = hostAddress(prefix.Addr().Is4()); err != nil {
 		return cluster.Component{}, "", err
 	}
 	listen := net.JoinHostPort(host, "53")
@@ -53,11 +62,28 @@ func clusterDNSComponent(serviceIPRange string) (cluster.Component, string, erro
 			if err != nil {
 				return err
 			}
-			server, err := dns.New(client, dns.Config{Listen: []string{listen}})
-			if err != nil {
-				return err
+			// Port 53 of this address may be another berth up's (tests run several on one
+			// machine) or another DNS server's: that costs this cluster its DNS, not its
+			// readiness. It is tried again every 30 s (a Server runs once: a new one each time).
+			for {
+				server, err := dns.New(client, dns.Config{Listen: []string{listen}})
+				if err != nil {
+					return err
+				}
+				err = server.Run(ctx)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !errors.Is(err, syscall.EADDRINUSE) {
+					return err
+				}
+				klog.FromContext(ctx).Error(err, "The cluster DNS cannot listen: the address is in use; trying again in 30 s", "address", listen)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(30 * time.Second):
+				}
 			}
-			return server.Run(ctx)
 		},
 	}, host, nil
 }

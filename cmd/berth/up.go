@@ -176,7 +176,7 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 						return err
 					}
 				}
-				dnsComponent, clusterDNS, err := clusterDNSComponent(f.serviceIPRange)
+				dnsComponent, clusterDNS, err := clusterDNSComponent(f.serviceIPRange, nodeConfig.PodCIDR)
 				if err != nil {
 					return err
 				}
@@ -186,6 +186,9 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 				if len(nodeConfig.Kubelet.ClusterDNS) == 0 {
 					nodeConfig.Kubelet.ClusterDNS = []string{clusterDNS}
 				}
+				// No service proxy yet: in-cluster clients reach the API server at its own
+				// address, not at the kubernetes Service's cluster IP.
+				nodeConfig.ReplaceKubernetesService = true
 				cfg.Components = append(cfg.Components, dnsComponent,
 					cluster.Component{Name: "node", Identity: cluster.NodeIdentity(nodeConfig.NodeName), Run: func(ctx context.Context, config *rest.Config) error {
 						return node.Run(ctx, config, nodeConfig)

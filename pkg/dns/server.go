@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -258,13 +259,25 @@ func listenPair(addr string) (net.PacketConn, net.Listener, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// IP_FREEBIND: the address may be one that appears later (a pod bridge's gateway, which
+	// the CNI plugin adds with the first pod); the sockets receive once it does.
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, syscall.IP_FREEBIND, 1)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
 	for attempt := 0; ; attempt++ {
-		pc, err := net.ListenPacket("udp", addr)
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
 		if err != nil {
 			return nil, nil, err
 		}
 		got := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, got))
+		ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(host, got))
 		if err == nil {
 			return pc, ln, nil
 		}

@@ -84,6 +84,11 @@ type Config struct {
 	// ImageGCPeriod is how often the image GC looks at the image filesystem (5 min, the
 	// kubelet's fixed period).
 	ImageGCPeriod time.Duration
+	// ReplaceKubernetesService makes the stand-in (APIServer) win over the kubernetes Service
+	// for containers' KUBERNETES_SERVICE_HOST/PORT: `berth up` sets it while its node agent
+	// runs no service proxy, so that the Service's cluster IP, which nothing routes, is not
+	// what in-cluster clients dial. Off, the real Service wins, as on the kubelet.
+	ReplaceKubernetesService bool
 	// APIServer is the API server's URL as the node's kubeconfig names it (Run sets it).
 	// While the cluster has no kubernetes Service, containers' KUBERNETES_SERVICE_HOST/PORT
 	// point there (envvars.APIServerService); "" gives them none.
@@ -353,8 +358,7 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		if err != nil {
 			return nil, nil, err
 		}
-		// berth's node agent has no service proxy yet: the stand-in always wins.
-		serviceEnv = kl.services.EnvForWithStandIn(standIn, true)
+		serviceEnv = kl.services.EnvForWithStandIn(standIn, cfg.ReplaceKubernetesService)
 	}
 	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, kl.tokens, func() v1.ResourceList { return allocatable })
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so

@@ -94,16 +94,12 @@ spec:
 	if ip == "" {
 		t.Error("the pod has no IP")
 	}
-	// Service variables follow the API server's Services: default/kubernetes's are always
-	// given; an API server that serves no Services (berth's, so far) holds no container back,
-	// and the kubernetes variables point at the API server itself (TestNodeAPIServerEnv).
-	if r := c.kubectl(t, "get", "service", "kubernetes", "-n", "default", "-o", "jsonpath={.spec.clusterIP}"); r.code == 0 {
-		if got["KUBERNETES_SERVICE_HOST"] != r.stdout {
-			t.Errorf("$KUBERNETES_SERVICE_HOST = %q, want the kubernetes Service's %q", got["KUBERNETES_SERVICE_HOST"], r.stdout)
-		}
-	} else if host, port := got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"]; port != strconv.Itoa(c.port) || host == "" || host == "127.0.0.1" {
-		t.Errorf("$KUBERNETES_SERVICE_HOST:PORT = %s:%s with no services served (%s), want the API server's port %d at an address a pod reaches",
-			host, port, strings.TrimSpace(r.stderr), c.port)
+	// The kubernetes variables: berth up's node agent runs no service proxy yet, so they point
+	// at the API server itself (an address a pod reaches, its port), not at the kubernetes
+	// Service's cluster IP, which nothing routes (node.Config.ReplaceKubernetesService; the
+	// kubelet's own rule, the Service's IP, is TestNodeServiceEnv's in test/integration).
+	if host, port := got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"]; port != strconv.Itoa(c.port) || host == "" || host == "127.0.0.1" || host == "10.96.0.1" {
+		t.Errorf("$KUBERNETES_SERVICE_HOST:PORT = %s:%s, want the API server's port %d at an address a pod reaches", host, port, c.port)
 	}
 
 	// A required key that is missing: the container is not created, and the pod says why.

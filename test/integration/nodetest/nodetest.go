@@ -55,6 +55,9 @@ type NodeOptions struct {
 	Tokens *token.Manager
 	// NodeIP is the node's InternalIP (127.0.0.1 when nil).
 	NodeIP net.IP
+	// ReplaceKubernetesService: containers' KUBERNETES_SERVICE_* point at the API server
+	// itself even though the kubernetes Service exists (node.Config's, as berth up's node).
+	ReplaceKubernetesService bool
 }
 
 // Node is one node agent in process. Its runtime and data dir outlive the agent, so that a
@@ -179,6 +182,8 @@ func (n *Node) start() error {
 		DataDir:   n.DataDir,
 		Kubelet:   kc,
 		APIServer: config.Host,
+
+		ReplaceKubernetesService: n.opts.ReplaceKubernetesService,
 	}, kc, node.Dependencies{
 		Client:      client,
 		Recorder:    recorder,

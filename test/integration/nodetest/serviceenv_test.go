@@ -23,7 +23,9 @@ import (
 func TestNodeServiceEnvWithoutServicesAPI(t *testing.T) {
 	c := framework.StartShared(t)
 	nodeIP := net.ParseIP("192.0.2.10")
-	n := StartNode(t, c, "serviceenv-unserved", NodeOptions{NodeIP: nodeIP})
+	// berth's API server serves Services now: the stand-in is what a node without a service
+	// proxy (berth up's) gives, the same variables as for an API server without them.
+	n := StartNode(t, c, "serviceenv-unserved", NodeOptions{NodeIP: nodeIP, ReplaceKubernetesService: true})
 	n.WaitForNodeReady(t, podTimeout)
 	start := time.Now()
 	pod := createPod(t, c, MakePod("no-services").Node(n.Name).Container("app", "nginx:1.27").Obj())
