@@ -17,12 +17,12 @@ import (
 // threads that run inside one (a process started from such a thread, as knftables starts
 // nft, runs inside it too).
 
-// requireRealNetworking skips the test unless it runs as root, and installs the tools it
-// needs (hack/deps.sh) when they are missing: as root, in CI, it never skips.
+// requireRealNetworking fails the test unless it runs as root (CI does), as the node tests
+// do, and installs the tools it needs (hack/deps.sh) when they are missing.
 func requireRealNetworking(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and nftables")
+		t.Fatal("the proxy's kernel tests need root: network namespaces and nftables (CI runs them as root)")
 	}
 	var missing []string
 	for _, tool := range []string{"ip", "nft"} {
