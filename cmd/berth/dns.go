@@ -21,9 +21,8 @@ import (
 // clusterDNSComponent is berth up's cluster DNS, as kubeadm's CoreDNS addon: the kube-dns
 // Service at the service range's tenth address (10.96.0.10 by default), its EndpointSlice
 // (this machine's address, port 53, where the server listens) and the server, running as
-// kube-system/coredns. It returns the address for the node's clusterDNS: the server's own
-// host address for now, which pods reach through their bridge's gateway; the Service's IP
-// once the node agent has its service proxy to route it.
+// kube-system/coredns. It returns the Service's IP, for the node's clusterDNS; the
+// service proxy routes it to the server.
 func clusterDNSComponent(serviceIPRange, podCIDR string) (cluster.Component, string, error) {
 	first := strings.TrimSpace(strings.Split(serviceIPRange, ",")[0])
 	prefix, err := netip.ParsePrefix(first)
@@ -85,7 +84,7 @@ func clusterDNSComponent(serviceIPRange, podCIDR string) (cluster.Component, str
 				}
 			}
 		},
-	}, host, nil
+	}, clusterIP.String(), nil
 }
 
 // hostAddress is this machine's first global unicast address of the family: where pods

@@ -180,16 +180,12 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 				if err != nil {
 					return err
 				}
-				// ClusterFirst pods resolve through the cluster DNS, as on a kubeadm or k3s node
-				// (there through the kube-dns Service's IP; here, until the node agent proxies
-				// Services, at the server's host address).
+				// ClusterFirst pods resolve through the kube-dns Service, as on a kubeadm or k3s
+				// node; the service proxy routes it, and every Service, to its endpoints.
 				if len(nodeConfig.Kubelet.ClusterDNS) == 0 {
 					nodeConfig.Kubelet.ClusterDNS = []string{clusterDNS}
 				}
-				// No service proxy yet: in-cluster clients reach the API server at its own
-				// address, not at the kubernetes Service's cluster IP.
-				nodeConfig.ReplaceKubernetesService = true
-				cfg.Components = append(cfg.Components, dnsComponent,
+				cfg.Components = append(cfg.Components, dnsComponent, serviceProxyComponent(nodeConfig),
 					cluster.Component{Name: "node", Identity: cluster.NodeIdentity(nodeConfig.NodeName), Run: func(ctx context.Context, config *rest.Config) error {
 						return node.Run(ctx, config, nodeConfig)
 					}})

@@ -3,9 +3,12 @@ package cluster
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/berth-cluster/berth/pkg/apiserver"
 	"github.com/berth-cluster/berth/pkg/cluster/pki"
 )
 
@@ -18,8 +21,10 @@ type controlPlaneCerts struct {
 }
 
 // ensureControlPlaneCerts makes (once) the cluster CA and the API server's serving
-// certificate, for every name and address a client on this machine might use.
-func ensureControlPlaneCerts(dir string) (*controlPlaneCerts, error) {
+// certificate, for every name and address a client on this machine might use, and for
+// the kubernetes Service's cluster IP of each range in serviceIPRanges (the
+// --service-cluster-ip-range flag, "" its default), where in-cluster clients reach it.
+func ensureControlPlaneCerts(dir, serviceIPRanges string) (*controlPlaneCerts, error) {
 	ca, err := pki.EnsureCA(dir, caCommonName)
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA: %w", err)
@@ -30,6 +35,11 @@ func ensureControlPlaneCerts(dir string) (*controlPlaneCerts, error) {
 	}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	ips = append(ips, hostIPs()...)
+	kubernetesIPs, err := kubernetesServiceIPs(serviceIPRanges)
+	if err != nil {
+		return nil, err
+	}
+	ips = append(ips, kubernetesIPs...)
 	cert, key, err := pki.EnsureServing(dir, "apiserver", ca, names, ips)
 	if err != nil {
 		return nil, fmt.Errorf("API server certificate: %w", err)
@@ -55,4 +65,22 @@ func hostIPs() []net.IP {
 		}
 	}
 	return ips
+}
+
+// kubernetesServiceIPs are the first addresses of the service ranges, the kubernetes
+// Service's cluster IPs (10.96.0.1 by default), as kube-apiserver adds them to its
+// certificate.
+func kubernetesServiceIPs(ranges string) ([]net.IP, error) {
+	if strings.TrimSpace(ranges) == "" {
+		ranges = apiserver.DefaultServiceClusterIPRange
+	}
+	var ips []net.IP
+	for part := range strings.SplitSeq(ranges, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("--service-cluster-ip-range %q: %w", ranges, err)
+		}
+		ips = append(ips, net.IP(p.Masked().Addr().Next().AsSlice()))
+	}
+	return ips, nil
 }

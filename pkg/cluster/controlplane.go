@@ -102,7 +102,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating the data dir: %w", err)
 	}
-	certs, err := ensureControlPlaneCerts(PKIDir(c.DataDir))
+	certs, err := ensureControlPlaneCerts(PKIDir(c.DataDir), c.ServiceClusterIPRange)
 	if err != nil {
 		return err
 	}

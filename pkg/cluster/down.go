@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berth-cluster/berth/pkg/cri/containerd"
+	"github.com/berth-cluster/berth/pkg/proxy"
 	"github.com/berth-cluster/berth/pkg/util/mount"
 )
 
@@ -169,6 +170,13 @@ func Cleanup(ctx context.Context, dataDir string) (containerd.Cleaned, error) {
 	done, err := containerd.Cleanup(ctx, filepath.Join(NodeDir(dir), "containerd"))
 	if uerr := mount.UnmountUnder(dir); uerr != nil {
 		err = errors.Join(err, uerr)
+	}
+	if done.Bridge != "" {
+		// The service proxy's rules outlive the node agent, as kube-proxy's do: traffic keeps
+		// flowing across a restart. They go with the pod network.
+		if perr := proxy.Cleanup(ctx, ServiceProxyTable(done.Bridge)); perr != nil {
+			err = errors.Join(err, perr)
+		}
 	}
 	return done, err
 }

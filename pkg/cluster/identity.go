@@ -25,7 +25,21 @@ var (
 	SchedulerIdentity = Identity{User: "system:kube-scheduler"}
 	// ControllerManagerIdentity is the controllers' (system:kube-controller-manager's).
 	ControllerManagerIdentity = Identity{User: "system:kube-controller-manager"}
+	// ServiceProxyIdentity is the service proxy's: kubeadm's kube-proxy user, which the
+	// bootstrap policy binds to system:node-proxier (list and watch Services, EndpointSlices
+	// and Nodes; write Events), and nothing more.
+	ServiceProxyIdentity = Identity{User: "system:kube-proxy"}
 )
+
+// ServiceProxyTable is the nftables table of the service proxy of the node whose pod bridge
+// is bridge: two berth ups on one machine (two bridges) keep their rules apart, and
+// `berth down --cleanup` finds the table from the bridge it removes.
+func ServiceProxyTable(bridge string) string {
+	if bridge == "" || bridge == "berth0" {
+		return "berth-proxy"
+	}
+	return "berth-proxy-" + bridge
+}
 
 // NodeIdentity is a node agent's: user system:node:<name> in group system:nodes, which the
 // node authorizer and NodeRestriction admission limit to that node's own objects.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,7 +21,7 @@ func leaf(t *testing.T, certFile, keyFile string) *x509.Certificate {
 
 func TestNodeCertificates(t *testing.T) {
 	dir := t.TempDir()
-	certs, err := ensureControlPlaneCerts(dir)
+	certs, err := ensureControlPlaneCerts(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +76,29 @@ func TestNodeCertificates(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(other, "ca.crt")); err == nil {
 		t.Error("a CA was made")
+	}
+}
+
+// TestServingCertificateCoversKubernetesService: in-cluster clients dial the kubernetes
+// Service's cluster IP, the first of each service range, and verify the API server there.
+func TestServingCertificateCoversKubernetesService(t *testing.T) {
+	for ranges, want := range map[string][]string{
+		"":                           {"10.96.0.1"},
+		"10.128.7.0/24":              {"10.128.7.1"},
+		"10.43.0.0/16,fd00:43::/108": {"10.43.0.1", "fd00:43::1"},
+	} {
+		certs, err := ensureControlPlaneCerts(t.TempDir(), ranges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert := leaf(t, certs.servingCert, certs.servingKey)
+		for _, ip := range want {
+			if err := cert.VerifyHostname(ip); err != nil {
+				t.Errorf("range %q: the serving certificate does not cover %s: %v", ranges, ip, err)
+			}
+		}
+	}
+	if _, err := ensureControlPlaneCerts(t.TempDir(), "10.0.0.0/33"); err == nil || !strings.Contains(err.Error(), "--service-cluster-ip-range") {
+		t.Errorf("a bad range: %v, want an error naming --service-cluster-ip-range", err)
 	}
 }

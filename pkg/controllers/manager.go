@@ -309,10 +309,12 @@ func rootCABundle(config *rest.Config, file string) ([]byte, error) {
 	return data, nil
 }
 
-// clientConfig is config for berth's own clients: protobuf, and enough QPS for the bursts
-// of calls that deleting a namespace makes.
+// clientConfig is config for berth's own clients: protobuf, enough QPS for the bursts of
+// calls that deleting a namespace makes, and no logged warnings, as kube-controller-manager
+// (the endpoints controller writes the deprecated v1 Endpoints on purpose).
 func clientConfig(config *rest.Config) *rest.Config {
 	config = rest.CopyConfig(config)
+	config.WarningHandlerWithContext = rest.NoWarnings{}
 	config.ContentType = runtime.ContentTypeProtobuf
 	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	if config.UserAgent == "" {

@@ -49,6 +49,10 @@ type Config struct {
 	// SyncPeriod is the time between two full syncs, which rewrite every rule and repair
 	// anything changed behind the proxy's back (default DefaultSyncPeriod).
 	SyncPeriod time.Duration
+	// Table is the nftables table the proxy owns, in each family (default TableName). Only
+	// one proxy may own a table: two clusters on one machine need two names (and service
+	// ranges and node port ranges that do not overlap, since both tables see every packet).
+	Table string
 }
 
 // familyConfig is Config for one IP family.
@@ -71,6 +75,9 @@ func (cfg *Config) complete() ([]*familyConfig, error) {
 	}
 	if cfg.SyncPeriod <= 0 {
 		cfg.SyncPeriod = DefaultSyncPeriod
+	}
+	if cfg.Table == "" {
+		cfg.Table = TableName
 	}
 	if len(cfg.NodePortAddresses) == 0 {
 		cfg.NodePortAddresses = []string{NodePortAddressesPrimary}

@@ -7,9 +7,9 @@
 //
 // # Rules
 //
-// Everything is in a table of its own, "berth-proxy", in family ip and, on a dual-stack node,
-// in ip6 too (each family is proxied on its own, from the Services' cluster IPs and the
-// slices of that family). Base chains hook netfilter; shared sets and maps dispatch to one
+// Everything is in a table of its own (Config.Table, "berth-proxy" by default), in family
+// ip and, on a dual-stack node, in ip6 too (each family is proxied on its own, from the
+// Services' cluster IPs and the slices of that family). Base chains hook netfilter; shared sets and maps dispatch to one
 // chain per service port:
 //
 //	filter-prerouting-pre-dnat, filter-output-pre-dnat (dstnat-10) → firewall-check:

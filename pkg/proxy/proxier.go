@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +61,7 @@ func New(client kubernetes.Interface, cfg Config) (*Proxier, error) {
 	}
 	nfts := make([]knftables.Interface, len(fcs))
 	for i, fc := range fcs {
-		if nfts[i], err = knftables.New(fc.rules.family, TableName); err != nil {
+		if nfts[i], err = knftables.New(fc.rules.family, cfg.Table); err != nil {
 			return nil, fmt.Errorf("service proxy: %w", err)
 		}
 	}
@@ -148,7 +149,8 @@ func (p *Proxier) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), svcReg.HasSynced, sliceReg.HasSynced) {
 		return nil
 	}
-	logger.Info("Starting the service proxy", "families", len(p.families), "minSyncPeriod", p.cfg.MinSyncPeriod, "syncPeriod", p.cfg.SyncPeriod)
+	logger.Info("Starting the service proxy", "table", p.cfg.Table, "families", len(p.families), "minSyncPeriod", p.cfg.MinSyncPeriod, "syncPeriod", p.cfg.SyncPeriod)
+	p.warnBridgeNetfilter(logger)
 	p.syncLoop(ctx)
 	return nil
 }
@@ -317,12 +319,18 @@ func (p *Proxier) syncProxyRules(ctx context.Context, full bool) error {
 	return nil
 }
 
-// Cleanup deletes the proxy's tables, in both families (berth down --cleanup). A table
-// that is not there is no error.
-func Cleanup(ctx context.Context) error {
+// Cleanup deletes the proxy's table (Config.Table; "" is TableName) in both families
+// (berth down --cleanup). A table that is not there is no error.
+func Cleanup(ctx context.Context, table string) error {
+	if table == "" {
+		table = TableName
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil // no nft, no proxy ever ran here
+	}
 	var errs []error
 	for _, family := range []knftables.Family{knftables.IPv4Family, knftables.IPv6Family} {
-		nft, err := knftables.New(family, TableName)
+		nft, err := knftables.New(family, table)
 		if err != nil {
 			errs = append(errs, err)
 			continue

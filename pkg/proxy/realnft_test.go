@@ -89,7 +89,7 @@ func proxyHelper() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := Cleanup(context.Background()); err != nil {
+	if err := Cleanup(context.Background(), ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -128,7 +128,7 @@ func TestDownCleanup(t *testing.T) {
 	if before := networkRules(t, n); before != "" {
 		t.Fatalf("iptables has rules of the test's network before it started:\n%s", before)
 	}
-	c := startCluster(t, "up", dir, n.args()...)
+	c := startCluster(t, "up", dir, n.upArgs()...)
 	if err := waitNodeReady(c, n.name); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestDownStaleBridge(t *testing.T) {
 				t.Errorf("cleaning up node %s: %v", n.name, err)
 			}
 		})
-		c := startCluster(t, "up", dir, n.args()...)
+		c := startCluster(t, "up", dir, n.upArgs()...)
 		if err := waitNodeReady(c, n.name); err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestNodeSurvivesShmPodAndContainerdKill(t *testing.T) {
 			t.Errorf("cleaning up the node: %v", err)
 		}
 	})
-	c := startCluster(t, "up", dir, n.args()...)
+	c := startCluster(t, "up", dir, n.upArgs()...)
 	if err := waitNodeReady(c, n.name); err != nil {
 		t.Fatal(err)
 	}

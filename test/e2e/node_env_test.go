@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -94,12 +93,11 @@ spec:
 	if ip == "" {
 		t.Error("the pod has no IP")
 	}
-	// The kubernetes variables: berth up's node agent runs no service proxy yet, so they point
-	// at the API server itself (an address a pod reaches, its port), not at the kubernetes
-	// Service's cluster IP, which nothing routes (node.Config.ReplaceKubernetesService; the
-	// kubelet's own rule, the Service's IP, is TestNodeServiceEnv's in test/integration).
-	if host, port := got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"]; port != strconv.Itoa(c.port) || host == "" || host == "127.0.0.1" || host == "10.96.0.1" {
-		t.Errorf("$KUBERNETES_SERVICE_HOST:PORT = %s:%s, want the API server's port %d at an address a pod reaches", host, port, c.port)
+	// The kubernetes variables: the kubernetes Service's cluster IP and port, as the kubelet
+	// sets them; berth up's service proxy routes them to the API server.
+	kubernetesIP := c.jsonpath(t, "default", "svc/kubernetes", "{.spec.clusterIP}")
+	if host, port := got["KUBERNETES_SERVICE_HOST"], got["KUBERNETES_SERVICE_PORT"]; host != kubernetesIP || port != "443" {
+		t.Errorf("$KUBERNETES_SERVICE_HOST:PORT = %s:%s, want the kubernetes Service's %s:443", host, port, kubernetesIP)
 	}
 
 	// A required key that is missing: the container is not created, and the pod says why.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,10 @@ type node struct {
 	bridge  string
 	podCIDR string
 	port    int
+	// serviceRange and nodePorts are its berth up's Service ranges: every cluster's service
+	// proxy sees every packet of the machine, so that no two clusters alive at once may
+	// share a cluster IP or a node port.
+	serviceRange, nodePorts string
 }
 
 // newNode picks a bridge, pod CIDR and node API port no other node of this run uses.
@@ -48,9 +53,19 @@ func newNode(name, dataDir string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
+	serviceRange, err := freeServiceRange()
+	if err != nil {
+		return nil, err
+	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return &node{name: name, dataDir: dataDir, bridge: "be2e" + hex.EncodeToString(b), podCIDR: cidr, port: port}, nil
+	return &node{name: name, dataDir: dataDir, bridge: "be2e" + hex.EncodeToString(b), podCIDR: cidr, port: port,
+		serviceRange: serviceRange, nodePorts: nextNodePortRange()}, nil
+}
+
+// upArgs are args and the Service ranges, for `berth up`.
+func (n *node) upArgs() []string {
+	return append(n.args(), "--service-cluster-ip-range", n.serviceRange, "--service-node-port-range", n.nodePorts)
 }
 
 // args are the node flags of `berth up` and `berth node`.
@@ -152,6 +167,43 @@ func freePodCIDR() (string, error) {
 
 var cidrsGiven = map[string]bool{}
 
+// freeServiceRange is a 10.x.y.0/24 of 10.128.0.0/10, away from the pod CIDRs
+// (10.64.0.0/10), that no interface's address overlaps and no other cluster of this run has.
+func freeServiceRange() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		n, _ := rand.Int(rand.Reader, big.NewInt(1<<14))
+		v := 128<<8 + int(n.Int64())
+		cidr := fmt.Sprintf("10.%d.%d.0/24", v>>8, v&0xff)
+		_, ipnet, _ := net.ParseCIDR(cidr)
+		free := !cidrsGiven[cidr]
+		for _, a := range addrs {
+			if in, ok := a.(*net.IPNet); ok && (ipnet.Contains(in.IP) || in.Contains(ipnet.IP)) {
+				free = false
+			}
+		}
+		if free {
+			cidrsGiven[cidr] = true
+			return cidr, nil
+		}
+	}
+	return "", errors.New("no free service range")
+}
+
+// nodePortRanges counts the node port ranges given: 100 ports each, in turn through
+// 30000-32699, so that the clusters alive at once (far fewer than 27) never share one.
+var nodePortRanges atomic.Int64
+
+func nextNodePortRange() string {
+	first := 30000 + 100*int((nodePortRanges.Add(1)-1)%27)
+	return fmt.Sprintf("%d-%d", first, first+99)
+}
+
 // registry is the loopback registry the node tests pull from: the busybox image of
 // Debian's busybox-static, as busybox:e2e. It lives as long as the test binary.
 var registry struct {
@@ -207,7 +259,7 @@ func nodeCluster(t *testing.T) (*cluster, *node) {
 		n, err := newNode("e2e-node", dir)
 		var c *cluster
 		if err == nil {
-			c, err = newCluster("up", dir, n.args()...)
+			c, err = newCluster("up", dir, n.upArgs()...)
 		}
 		if err == nil {
 			err = c.start()

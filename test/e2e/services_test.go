@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,7 +147,8 @@ spec:
 	}
 	// busybox's nslookup asks for the name as given (no search path): full names here; the
 	// search path is shown by wget below.
-	if out := lookup("kubernetes.default.svc.cluster.local"); !strings.Contains(out, "10.96.0.1") {
+	kubernetesIP := c.jsonpath(t, "default", "svc/kubernetes", "{.spec.clusterIP}")
+	if out := lookup("kubernetes.default.svc.cluster.local"); !strings.Contains(out, kubernetesIP) {
 		t.Errorf("kubernetes.default:\n%s", out)
 	}
 	clusterIP := c.jsonpath(t, ns, "svc/dns-svc", "{.spec.clusterIP}")
@@ -164,7 +169,7 @@ spec:
 	}
 	// The search path and ndots, as a program in the pod resolves (Go's resolver, from a
 	// server pod): short names of this namespace's Services and of kubernetes.default.
-	for name, want := range map[string]string{"dns-svc": clusterIP, "kubernetes.default": "10.96.0.1", "dns-svc." + ns: clusterIP} {
+	for name, want := range map[string]string{"dns-svc": clusterIP, "kubernetes.default": kubernetesIP, "dns-svc." + ns: clusterIP} {
 		if r := c.kubectl(t, "exec", "-n", ns, "dns-0", "--", "/netexec", "--lookup", name); r.code != 0 || strings.TrimSpace(r.stdout) != want {
 			t.Errorf("resolving %s in a pod: %d %q %s, want %s", name, r.code, r.stdout, r.stderr, want)
 		}
@@ -174,4 +179,147 @@ spec:
 	if r.code == 0 || time.Since(start) > 10*time.Second {
 		t.Errorf("a missing Service resolved, or took %v: %s%s", time.Since(start), r.stdout, r.stderr)
 	}
+}
+
+// TestServiceTraffic: berth up's service proxy carries a Service's traffic to its ready
+// endpoints: a pod reaches both servers through the cluster IP, the short name and the full
+// name; the machine reaches the cluster IP and the NodePort; a pod reaches its own Service
+// (hairpin); an unready pod gets no more traffic; a Service without endpoints refuses at
+// once rather than letting the client time out.
+func TestServiceTraffic(t *testing.T) {
+	t.Parallel()
+	c, _ := nodeCluster(t)
+	ns := c.newNamespace(t)
+	image := netexecImage(t)
+	c.mustIn(t, serverPods("web", 2, image)+fmt.Sprintf(`---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: empty}
+spec:
+  selector: {app: nobody}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: %s
+    command: ["/netexec", "--http-port=8081"]
+`, image), "apply", "-n", ns, "-f", "-")
+	for _, p := range []string{"web-0", "web-1", "client"} {
+		c.waitFor(t, ns, "pod/"+p, `{.status.conditions[?(@.type=="Ready")].status}`, "to be Ready", func(v string) bool { return v == "True" })
+	}
+	c.waitFor(t, ns, "endpoints/web", `{.subsets[*].addresses[*].ip}`, "to list both servers", func(v string) bool { return len(strings.Fields(v)) == 2 })
+	clusterIP := c.jsonpath(t, ns, "svc/web", "{.spec.clusterIP}")
+	nodePort := c.jsonpath(t, ns, "svc/web", "{.spec.ports[0].nodePort}")
+
+	// get fetches url from pod and returns the body, "" on an error.
+	get := func(pod, url string) (string, result) {
+		r := c.kubectl(t, "exec", "-n", ns, pod, "--", "/netexec", "--get", url, "--timeout", "3s")
+		if r.code != 0 {
+			return "", r
+		}
+		return r.stdout, r
+	}
+	// reaches asks for /hostname until it has seen every one of want (the proxy picks an
+	// endpoint at random), and fails on any other answer.
+	reaches := func(what string, fetch func() (string, error), want ...string) {
+		t.Helper()
+		seen := map[string]bool{}
+		var lastErr error
+		deadline := time.Now().Add(30 * time.Second)
+		for len(seen) < len(want) && time.Now().Before(deadline) {
+			body, err := fetch()
+			if err != nil {
+				lastErr = err
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			if !slices.Contains(want, body) {
+				t.Errorf("%s answered %q, want one of %v", what, body, want)
+				return
+			}
+			seen[body] = true
+		}
+		if len(seen) < len(want) {
+			t.Errorf("%s: saw %v within 30 s, want all of %v (last error: %v)", what, seen, want, lastErr)
+		}
+	}
+	fromPod := func(pod, url string) func() (string, error) {
+		return func() (string, error) {
+			body, r := get(pod, url)
+			if r.code != 0 {
+				return "", fmt.Errorf("%s%s", r.stdout, r.stderr)
+			}
+			return body, nil
+		}
+	}
+	fromHost := func(url string) func() (string, error) {
+		return func() (string, error) {
+			// A new connection each time: a kept-alive one stays with its endpoint.
+			client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := client.Get(url)
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			return string(b), err
+		}
+	}
+	both := []string{"web-0", "web-1"}
+	reaches("the cluster IP from a pod", fromPod("client", "http://"+clusterIP+"/hostname"), both...)
+	reaches("the short name from a pod", fromPod("client", "http://web/hostname"), both...)
+	reaches("the full name from a pod", fromPod("client", "http://web."+ns+".svc.cluster.local/hostname"), both...)
+	reaches("the Service from its own endpoint (hairpin)", fromPod("web-0", "http://web/hostname"), both...)
+	reaches("the cluster IP from the machine", fromHost("http://"+clusterIP+"/hostname"), both...)
+	hostIP := machineIPv4(t)
+	reaches("the NodePort from the machine", fromHost("http://"+net.JoinHostPort(hostIP, nodePort)+"/hostname"), both...)
+
+	// Unready: web-1 leaves the endpoints, and then every answer is web-0's.
+	c.must(t, "exec", "-n", ns, "web-1", "--", "rm", "/tmp/ready")
+	c.waitFor(t, ns, "endpoints/web", `{.subsets[*].addresses[*].ip}`, "to list web-0 only", func(v string) bool { return len(strings.Fields(v)) == 1 })
+	eventually(t, 10*time.Second, "the proxy to drop web-1", func() bool {
+		for range 10 {
+			if body, _ := get("client", "http://"+clusterIP+"/hostname"); body != "web-0" {
+				return false
+			}
+		}
+		return true
+	})
+
+	// No endpoints: refused (kube-proxy's reject rule), not a 3 s timeout.
+	emptyIP := c.jsonpath(t, ns, "svc/empty", "{.spec.clusterIP}")
+	start := time.Now()
+	_, r := get("client", "http://"+emptyIP+"/")
+	if elapsed := time.Since(start); r.code == 0 || !strings.Contains(r.stderr, "connection refused") || elapsed > 3*time.Second {
+		t.Errorf("a Service without endpoints: code %d after %v: %s%s, want connection refused at once", r.code, elapsed, r.stdout, r.stderr)
+	}
+}
+
+// machineIPv4 is this machine's first global IPv4 address, where NodePorts answer.
+func machineIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Fatal("no global IPv4 address on this machine")
+	return ""
 }

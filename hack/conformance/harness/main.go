@@ -1,11 +1,13 @@
 // Command harness is hack/conformance.sh's helper: it makes the upstream control plane's
-// PKI and kubeconfigs, the RBAC bindings kubeadm would make, the test images, the ginkgo
-// focus of the listed tests, and the final count. Each is a subcommand:
+// PKI and kubeconfigs, the RBAC bindings kubeadm would make, the test images, the wait for
+// the cluster DNS, the ginkgo focus of the listed tests, and the final count. Each is a
+// subcommand:
 //
 //	harness pki --dir DIR --api-ip IP
 //	harness kubeconfigs --dir DIR --server URL --node NAME --out DIR
 //	harness bootstrap --kubeconfig FILE
 //	harness images --cache DIR --agnhost FILE --out FILE
+//	harness dns --kubeconfig FILE [--dns-domain DOMAIN] [--timeout DURATION]
 //	harness focus --tests FILE [--match REGEX]
 //	harness report --tests FILE [--match REGEX] --report FILE
 package main
@@ -18,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: harness pki|kubeconfigs|bootstrap|images|focus|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: harness pki|kubeconfigs|bootstrap|images|dns|focus|report [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func(args []string) error{
@@ -26,6 +28,7 @@ func main() {
 		"kubeconfigs": kubeconfigsCmd,
 		"bootstrap":   bootstrapCmd,
 		"images":      imagesCmd,
+		"dns":         dnsCmd,
 		"focus":       focusCmd,
 		"report":      reportCmd,
 	}

@@ -9,7 +9,9 @@
 //	/healthz           200
 //
 // With --lookup NAME it resolves NAME as a pod's programs do (Go's resolver reads the pod's
-// resolv.conf: search path, ndots), prints the addresses one per line and exits.
+// resolv.conf: search path, ndots), prints the addresses one per line and exits. With
+// --get URL it prints URL's body and exits, 1 on an error or a status other than 200 (a
+// refused connection says "connection refused"), within --timeout.
 package main
 
 import (
@@ -22,13 +24,32 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 )
 
 func main() {
 	port := flag.Int("http-port", 8080, "the port to serve HTTP on")
 	writeFile := flag.String("write-file", "/host/received", "the file /write appends to")
 	lookup := flag.String("lookup", "", "resolve this name, print its addresses and exit")
+	get := flag.String("get", "", "GET this URL, print the body and exit")
+	timeout := flag.Duration("timeout", 5*time.Second, "how long --get may take")
 	flag.Parse()
+	if *get != "" {
+		client := &http.Client{Timeout: *timeout}
+		resp, err := client.Get(*get)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Print(string(body))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			fmt.Fprintln(os.Stderr, resp.Status, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *lookup != "" {
 		addrs, err := net.LookupHost(*lookup)
 		if err != nil {

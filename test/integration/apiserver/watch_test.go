@@ -97,7 +97,8 @@ func TestWatchResume(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	// Only "w": the root CA publisher adds kube-root-ca.crt to the new namespace at its own time.
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion, FieldSelector: "metadata.name=w"})
 	if err != nil {
 		t.Fatal(err)
 	}
