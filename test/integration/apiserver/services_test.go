@@ -214,3 +214,37 @@ func TestServiceValidationAndAllocationErrors(t *testing.T) {
 		t.Errorf("creating a valid Service after the failures: %v", err)
 	}
 }
+
+// TestServiceDryRun: a server dry run of a NodePort Service with two ports shows a cluster IP
+// and two distinct node ports, as kube-apiserver's dry-run allocators do, and takes none of
+// them: no IPAddress is stored, and a real create may then take the same IP.
+func TestServiceDryRun(t *testing.T) {
+	ctx := testContext(t)
+	c := sharedCluster(t)
+	ns := newNamespace(t, ctx, c.Client)
+	svc := nodePortService("dry")
+	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "b", Port: 81, TargetPort: intstr.FromInt32(8081)})
+	svc.Spec.Ports[0].Name = "a"
+	got, err := c.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.ClusterIP == "" || len(got.Spec.ClusterIPs) != 1 || got.Spec.ClusterIPs[0] != got.Spec.ClusterIP {
+		t.Errorf("dry run: clusterIP %q, clusterIPs %v, want one IP in both", got.Spec.ClusterIP, got.Spec.ClusterIPs)
+	}
+	a, b := got.Spec.Ports[0].NodePort, got.Spec.Ports[1].NodePort
+	if a == 0 || b == 0 || a == b {
+		t.Errorf("dry run: node ports %d and %d, want two distinct ones", a, b)
+	}
+	if _, err := c.Client.CoreV1().Services(ns).Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after a dry run, get: %v, want NotFound", err)
+	}
+	if _, err := c.Client.NetworkingV1().IPAddresses().Get(ctx, got.Spec.ClusterIP, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the dry run's IP %s has an IPAddress (%v): it was taken", got.Spec.ClusterIP, err)
+	}
+	svc.Spec.ClusterIP = got.Spec.ClusterIP
+	svc.Spec.Ports[0].NodePort, svc.Spec.Ports[1].NodePort = a, b
+	if _, err := c.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Errorf("creating the Service with the dry run's IP and ports: %v", err)
+	}
+}

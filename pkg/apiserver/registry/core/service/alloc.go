@@ -21,6 +21,8 @@ type IPAllocator interface {
 	Has(family corev1.IPFamily) bool
 	Allocate(ctx context.Context, svc *corev1.Service, ip netip.Addr) error
 	AllocateNext(ctx context.Context, svc *corev1.Service, family corev1.IPFamily) (netip.Addr, error)
+	// PeekNext is an IP AllocateNext could take, taking none (a dry run).
+	PeekNext(ctx context.Context, svc *corev1.Service, family corev1.IPFamily) (netip.Addr, error)
 	Release(ctx context.Context, ip netip.Addr) error
 }
 
@@ -28,6 +30,8 @@ type IPAllocator interface {
 type PortAllocator interface {
 	Allocate(ctx context.Context, port int) error
 	AllocateNext(ctx context.Context) (int, error)
+	// PeekNext is a port AllocateNext could take, other than skip's, taking none (a dry run).
+	PeekNext(ctx context.Context, skip map[int]bool) (int, error)
 	Release(ctx context.Context, port int) error
 	Has(ctx context.Context, port int) (bool, error)
 }
@@ -392,10 +396,11 @@ func (a *allocators) allocClusterIPs(ctx context.Context, t *txn, svc *corev1.Se
 		want := svc.Spec.ClusterIPs[i]
 		var ip netip.Addr
 		if want == "" {
+			allocateNext := a.ips.AllocateNext
 			if t.dryRun {
-				continue // nothing to show until the real write
+				allocateNext = a.ips.PeekNext // shown, not taken
 			}
-			got, err := a.ips.AllocateNext(ctx, svc, fam)
+			got, err := allocateNext(ctx, svc, fam)
 			if err != nil {
 				if errors.Is(err, ipallocator.ErrFull) {
 					return apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP for Service %q: %w", svc.Name, err))
@@ -421,19 +426,6 @@ func (a *allocators) allocClusterIPs(ctx context.Context, t *txn, svc *corev1.Se
 		svc.Spec.ClusterIPs[i] = ip.String()
 		if i == 0 {
 			svc.Spec.ClusterIP = ip.String()
-		}
-	}
-	// A dry run leaves the markers of IPs it did not allocate out.
-	if t.dryRun {
-		kept := svc.Spec.ClusterIPs[:0]
-		for _, ip := range svc.Spec.ClusterIPs {
-			if ip != "" {
-				kept = append(kept, ip)
-			}
-		}
-		svc.Spec.ClusterIPs = kept
-		if len(kept) == 0 {
-			svc.Spec.ClusterIPs = nil
 		}
 	}
 	return nil
@@ -528,7 +520,11 @@ func (a *allocators) allocNodePorts(ctx context.Context, t *txn, svc, old *corev
 	}
 	next := func() (int, error) {
 		if t.dryRun {
-			return 0, nil
+			port, err := a.ports.PeekNext(ctx, taken) // shown, not taken
+			if err == nil {
+				taken[port] = true
+			}
+			return port, err
 		}
 		port, err := a.ports.AllocateNext(ctx)
 		if err != nil {

@@ -170,6 +170,16 @@ func (a *Allocator) Allocate(ctx context.Context, svc *corev1.Service, ip netip.
 
 // AllocateNext takes a free IP of family for svc, or fails with ErrFull.
 func (a *Allocator) AllocateNext(ctx context.Context, svc *corev1.Service, family corev1.IPFamily) (netip.Addr, error) {
+	return a.next(ctx, svc, family, false)
+}
+
+// PeekNext is an IP of family AllocateNext could take now, as far as this server knows,
+// taking none: what a dry run shows, as kube-apiserver's dry-run allocator does.
+func (a *Allocator) PeekNext(ctx context.Context, svc *corev1.Service, family corev1.IPFamily) (netip.Addr, error) {
+	return a.next(ctx, svc, family, true)
+}
+
+func (a *Allocator) next(ctx context.Context, svc *corev1.Service, family corev1.IPFamily, dryRun bool) (netip.Addr, error) {
 	ranges, err := a.ranges(ctx, family)
 	if err != nil {
 		return netip.Addr{}, err
@@ -189,7 +199,7 @@ func (a *Allocator) AllocateNext(ctx context.Context, svc *corev1.Service, famil
 			if part[0].Compare(part[1]) > 0 || !part[0].IsValid() {
 				continue
 			}
-			ip, err := a.allocateIn(ctx, svc, part[0], part[1])
+			ip, err := a.allocateIn(ctx, svc, part[0], part[1], dryRun)
 			if err == nil || !errors.Is(err, ErrFull) {
 				return ip, err
 			}
@@ -198,8 +208,9 @@ func (a *Allocator) AllocateNext(ctx context.Context, svc *corev1.Service, famil
 	return netip.Addr{}, ErrFull
 }
 
-// allocateIn tries the IPs of [first, last] from a random one on, skipping those known used.
-func (a *Allocator) allocateIn(ctx context.Context, svc *corev1.Service, first, last netip.Addr) (netip.Addr, error) {
+// allocateIn tries the IPs of [first, last] from a random one on, skipping those known used;
+// a dry run returns the first of them without taking it.
+func (a *Allocator) allocateIn(ctx context.Context, svc *corev1.Service, first, last netip.Addr, dryRun bool) (netip.Addr, error) {
 	n := new(big.Int).Add(span(first, last), big.NewInt(1))
 	a.mu.Lock() // a rand.Rand is not safe for concurrent use
 	start := add(first, randBelow(a.rand, n))
@@ -209,6 +220,9 @@ func (a *Allocator) allocateIn(ctx context.Context, svc *corev1.Service, first, 
 		a.mu.Lock()
 		used := a.used[ip]
 		a.mu.Unlock()
+		if !used && dryRun {
+			return ip, nil
+		}
 		if !used {
 			switch err := a.create(ctx, svc, ip); {
 			case err == nil:

@@ -121,6 +121,31 @@ func (a *Allocator) AllocateNext(ctx context.Context) (int, error) {
 	return port, err
 }
 
+// PeekNext is a port AllocateNext could take now, other than those of skip, taking none:
+// what a dry run shows, as kube-apiserver's dry-run allocator does. It fails with ErrFull as
+// AllocateNext would.
+func (a *Allocator) PeekNext(ctx context.Context, skip map[int]bool) (int, error) {
+	bits, err := a.read(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for port := range skip {
+		if a.pr.Contains(port) {
+			bits.SetBit(bits, port-a.pr.Base, 1)
+		}
+	}
+	a.mu.Lock() // a.rand is not safe for concurrent use
+	defer a.mu.Unlock()
+	i, ok := a.free(bits, a.offset, a.pr.Size)
+	if !ok {
+		i, ok = a.free(bits, 0, a.offset)
+	}
+	if !ok {
+		return 0, ErrFull
+	}
+	return a.pr.Base + i, nil
+}
+
 // free finds a clear bit in [lo, hi), starting at a random place.
 func (a *Allocator) free(bits *big.Int, lo, hi int) (int, bool) {
 	n := hi - lo

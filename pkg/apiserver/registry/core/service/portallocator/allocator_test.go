@@ -622,3 +622,28 @@ func TestConcurrentAllocateNext(t *testing.T) {
 		t.Errorf("Used() = %d, want %d", got, n+10)
 	}
 }
+
+// TestPeekNext: a dry run's port is free, not one of skip's, and not taken; a full range
+// (counting skip) is ErrFull.
+func TestPeekNext(t *testing.T) {
+	ctx := context.Background()
+	pr := mustRange(t, "30000-30003")
+	store := &fakeStorage{}
+	a := New(pr, store)
+	for _, p := range []int{30000, 30001} {
+		if err := a.Allocate(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, writes := store.stats()
+	p, err := a.PeekNext(ctx, map[int]bool{30002: true})
+	if err != nil || p != 30003 {
+		t.Errorf("PeekNext skipping 30002: %d, %v; want 30003", p, err)
+	}
+	if _, w := store.stats(); w != writes || has(t, a, 30003) {
+		t.Error("PeekNext took its port")
+	}
+	if _, err := a.PeekNext(ctx, map[int]bool{30002: true, 30003: true}); !errors.Is(err, ErrFull) {
+		t.Errorf("PeekNext with every port taken or skipped: %v, want ErrFull", err)
+	}
+}
