@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -184,14 +185,15 @@ spec:
 // TestServiceTraffic: berth up's service proxy carries a Service's traffic to its ready
 // endpoints: a pod reaches both servers through the cluster IP, the short name and the full
 // name; the machine reaches the cluster IP and the NodePort; a pod reaches its own Service
-// (hairpin); an unready pod gets no more traffic; a Service without endpoints refuses at
-// once rather than letting the client time out.
+// (hairpin); the API server's services/proxy and pods/proxy reach them too; an unready pod
+// gets no more traffic; a Service without endpoints refuses at once rather than letting the
+// client time out.
 func TestServiceTraffic(t *testing.T) {
 	t.Parallel()
 	c, _ := nodeCluster(t)
 	ns := c.newNamespace(t)
 	image := netexecImage(t)
-	c.mustIn(t, serverPods("web", 2, image)+fmt.Sprintf(`---
+	c.mustIn(t, serverPods("web", 3, image)+fmt.Sprintf(`---
 apiVersion: v1
 kind: Service
 metadata: {name: web}
@@ -217,16 +219,16 @@ spec:
     image: %s
     command: ["/netexec", "--http-port=8081"]
 `, image), "apply", "-n", ns, "-f", "-")
-	for _, p := range []string{"web-0", "web-1", "client"} {
+	for _, p := range []string{"web-0", "web-1", "web-2", "client"} {
 		c.waitFor(t, ns, "pod/"+p, `{.status.conditions[?(@.type=="Ready")].status}`, "to be Ready", func(v string) bool { return v == "True" })
 	}
-	c.waitFor(t, ns, "endpoints/web", `{.subsets[*].addresses[*].ip}`, "to list both servers", func(v string) bool { return len(strings.Fields(v)) == 2 })
+	c.waitFor(t, ns, "endpoints/web", `{.subsets[*].addresses[*].ip}`, "to list the three servers", func(v string) bool { return len(strings.Fields(v)) == 3 })
 	clusterIP := c.jsonpath(t, ns, "svc/web", "{.spec.clusterIP}")
 	nodePort := c.jsonpath(t, ns, "svc/web", "{.spec.ports[0].nodePort}")
 
 	// get fetches url from pod and returns the body, "" on an error.
-	get := func(pod, url string) (string, result) {
-		r := c.kubectl(t, "exec", "-n", ns, pod, "--", "/netexec", "--get", url, "--timeout", "3s")
+	get := func(pod, url string, flags ...string) (string, result) {
+		r := c.kubectl(t, append([]string{"exec", "-n", ns, pod, "--", "/netexec", "--get", url, "--timeout", "3s"}, flags...)...)
 		if r.code != 0 {
 			return "", r
 		}
@@ -278,21 +280,57 @@ spec:
 			return string(b), err
 		}
 	}
-	both := []string{"web-0", "web-1"}
-	reaches("the cluster IP from a pod", fromPod("client", "http://"+clusterIP+"/hostname"), both...)
-	reaches("the short name from a pod", fromPod("client", "http://web/hostname"), both...)
-	reaches("the full name from a pod", fromPod("client", "http://web."+ns+".svc.cluster.local/hostname"), both...)
-	reaches("the Service from its own endpoint (hairpin)", fromPod("web-0", "http://web/hostname"), both...)
-	reaches("the cluster IP from the machine", fromHost("http://"+clusterIP+"/hostname"), both...)
+	all := []string{"web-0", "web-1", "web-2"}
+	reaches("the cluster IP from a pod", fromPod("client", "http://"+clusterIP+"/hostname"), all...)
+	reaches("the short name from a pod", fromPod("client", "http://web/hostname"), all...)
+	reaches("the full name from a pod", fromPod("client", "http://web."+ns+".svc.cluster.local/hostname"), all...)
+	reaches("the Service from its own endpoint (hairpin)", fromPod("web-0", "http://web/hostname"), all...)
+	reaches("the cluster IP from the machine", fromHost("http://"+clusterIP+"/hostname"), all...)
 	hostIP := machineIPv4(t)
-	reaches("the NodePort from the machine", fromHost("http://"+net.JoinHostPort(hostIP, nodePort)+"/hostname"), both...)
+	reaches("the NodePort from the machine", fromHost("http://"+net.JoinHostPort(hostIP, nodePort)+"/hostname"), all...)
 
-	// Unready: web-1 leaves the endpoints, and then every answer is web-0's.
+	// kubernetes.default answers from inside a pod: its name, the Service's cluster IP through
+	// the proxy, and the API server's certificate for that name under the pod's CA bundle.
+	if out, r := get("client", "https://kubernetes.default/healthz", "--ca-file", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"); out != "ok" {
+		t.Errorf("GET https://kubernetes.default/healthz from a pod: %q %s", out, r.stderr)
+	}
+
+	// The API server's proxies (kubectl proxy's paths) reach the pods too, and so does
+	// kubectl port-forward svc/web (to one of its pods).
+	if out := c.must(t, "get", "--raw", "/api/v1/namespaces/"+ns+"/services/web:http/proxy/hostname"); !slices.Contains(all, out) {
+		t.Errorf("services/proxy answered %q, want one of %v", out, all)
+	}
+	pf, err := startProcess("kubectl port-forward", kubectlBin, "--kubeconfig", c.kubeconfig(), "port-forward", "-n", ns, "svc/web", ":80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pf.kill)
+	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
+	var localPort string
+	eventually(t, 30*time.Second, "kubectl port-forward svc/web to listen", func() bool {
+		if m := forwarding.FindStringSubmatch(pf.stdout.String()); m != nil {
+			localPort = m[1]
+			return true
+		}
+		if pf.exited() {
+			t.Fatalf("kubectl port-forward exited: %v\n%s", pf.err, pf.output.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+	if body, err := fromHost("http://127.0.0.1:" + localPort + "/hostname")(); err != nil || !slices.Contains(all, body) {
+		t.Errorf("GET through kubectl port-forward svc/web: %q, %v", body, err)
+	}
+	if out := c.must(t, "get", "--raw", "/api/v1/namespaces/"+ns+"/pods/web-1:8080/proxy/hostname"); out != "web-1" {
+		t.Errorf("pods/proxy answered %q, want web-1", out)
+	}
+
+	// Unready: web-1 leaves the endpoints, and then every answer is web-0's or web-2's.
 	c.must(t, "exec", "-n", ns, "web-1", "--", "rm", "/tmp/ready")
-	c.waitFor(t, ns, "endpoints/web", `{.subsets[*].addresses[*].ip}`, "to list web-0 only", func(v string) bool { return len(strings.Fields(v)) == 1 })
+	c.waitFor(t, ns, "endpoints/web", `{.subsets[*].addresses[*].ip}`, "to list two servers", func(v string) bool { return len(strings.Fields(v)) == 2 })
 	eventually(t, 10*time.Second, "the proxy to drop web-1", func() bool {
-		for range 10 {
-			if body, _ := get("client", "http://"+clusterIP+"/hostname"); body != "web-0" {
+		for range 12 {
+			if body, _ := get("client", "http://"+clusterIP+"/hostname"); body != "web-0" && body != "web-2" {
 				return false
 			}
 		}
