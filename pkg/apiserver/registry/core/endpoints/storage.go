@@ -12,7 +12,7 @@ import (
 func NewREST(getter generic.RESTOptionsGetter) (*registry.Resource, error) {
 	store, err := registry.NewStore(getter, registry.StoreConfig{
 		Resource:       corev1.Resource("endpoints"),
-		Singular:       "endpoints",
+		Singular:       "endpoints", // the kind is plural already
 		New:            func() runtime.Object { return &corev1.Endpoints{} },
 		NewList:        func() runtime.Object { return &corev1.EndpointsList{} },
 		Strategy:       Strategy,

@@ -26,44 +26,45 @@ func newTableConvertor(clk clock.PassiveClock) *table.Convertor[*corev1.Endpoint
 		{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
 		table.AgeColumn(),
 	}, func(ep *corev1.Endpoints, now time.Time) metav1.TableRow {
-		return metav1.TableRow{Cells: []any{ep.Name, Format(ep), table.Age(ep, now)}}
+		return metav1.TableRow{Cells: []any{ep.Name, formatEndpoints(ep), table.Age(ep, now)}}
 	})
 }
 
-// Format is kubectl's ENDPOINTS cell: the first three ready ip:port pairs (ips alone for
-// subsets without ports), then "+ N more...", or "<none>".
-func Format(ep *corev1.Endpoints) string {
+// shownEndpoints is how many endpoints the ENDPOINTS cell lists before "+ N more...".
+const shownEndpoints = 3
+
+// formatEndpoints is kubectl's ENDPOINTS cell: the ready addresses, each with every port of its
+// subset (ip:port) or alone in a subset without ports (a headless Service's), the first
+// three of them and "+ N more...". Endpoints without subsets show "<none>"; subsets with only
+// not-ready addresses show nothing at all, as upstream's printer does.
+func formatEndpoints(ep *corev1.Endpoints) string {
 	if len(ep.Subsets) == 0 {
 		return "<none>"
 	}
-	const max = 3
-	var list []string
+	var shown []string
 	count := 0
+	add := func(s string) {
+		count++
+		if len(shown) < shownEndpoints {
+			shown = append(shown, s)
+		}
+	}
 	for _, ss := range ep.Subsets {
 		if len(ss.Ports) == 0 {
-			count += len(ss.Addresses)
 			for _, a := range ss.Addresses {
-				if len(list) < max {
-					list = append(list, a.IP)
-				}
+				add(a.IP)
 			}
 			continue
 		}
 		for _, p := range ss.Ports {
-			count += len(ss.Addresses)
 			for _, a := range ss.Addresses {
-				if len(list) < max {
-					list = append(list, net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
-				}
+				add(net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
 			}
 		}
 	}
-	ret := strings.Join(list, ",")
-	if count > max {
-		return fmt.Sprintf("%s + %d more...", ret, count-max)
+	s := strings.Join(shown, ",")
+	if count > shownEndpoints {
+		return fmt.Sprintf("%s + %d more...", s, count-shownEndpoints)
 	}
-	if ret == "" {
-		return "<none>" // only not-ready addresses
-	}
-	return ret
+	return s
 }

@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"fmt"
-	"net"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -10,34 +9,49 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 )
 
+// strictIPValidation is the StrictIPCIDRValidation gate, beta and on by default in the
+// Kubernetes release berth tracks: addresses with leading zeros or IPv4-mapped IPv6 ones are
+// refused, unless an update leaves the subsets as they were.
+const strictIPValidation = true
+
 var protocols = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 
-// ValidateEndpoints validates Endpoints on create (old nil) and their new state on update.
-// Subsets an update did not change are not checked again: older versions took them.
+// ValidateEndpointsCreate validates new Endpoints.
+func ValidateEndpointsCreate(ep *corev1.Endpoints) field.ErrorList {
+	return ValidateEndpoints(ep, nil)
+}
+
+// ValidateEndpointsUpdate validates an update: the metadata rules of updates, then the new
+// state. A changed nodeName is allowed: a node's IP or pod CIDR may be reused, and an
+// address then belongs to another node.
+func ValidateEndpointsUpdate(ep, old *corev1.Endpoints) field.ErrorList {
+	metaPath := field.NewPath("metadata")
+	errs := apivalidation.ValidateObjectMetaUpdate(&ep.ObjectMeta, &old.ObjectMeta, metaPath)
+	errs = append(errs, namespace.ValidateMetadataFinalizers(ep.Finalizers, metaPath.Child("finalizers"))...)
+	return append(errs, ValidateEndpoints(ep, old)...)
+}
+
+// ValidateEndpoints validates the state of Endpoints; old is nil on create. On an update
+// that leaves the subsets as they were, their errors are dropped: older releases accepted
+// them, and an object must stay updatable (its labels, say) after an upgrade.
 func ValidateEndpoints(ep, old *corev1.Endpoints) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	errs := apivalidation.ValidateObjectMeta(&ep.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metaPath)
 	errs = append(errs, namespace.ValidateMetadataFinalizers(ep.Finalizers, metaPath.Child("finalizers"))...)
-	subsetErrs := ValidateSubsets(ep.Subsets, field.NewPath("subsets"))
+	subsetErrs := validateSubsets(ep.Subsets, field.NewPath("subsets"))
+	// Compared only after an error: Endpoints can be large.
 	if len(subsetErrs) > 0 && old != nil && apiequality.Semantic.DeepEqual(old.Subsets, ep.Subsets) {
 		subsetErrs = nil
 	}
 	return append(errs, subsetErrs...)
 }
 
-// ValidateEndpointsUpdate validates an update: metadata rules, then the new state. A changed
-// nodeName is allowed (a node's IP or pod CIDR may be reused).
-func ValidateEndpointsUpdate(ep, old *corev1.Endpoints) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaUpdate(&ep.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(errs, ValidateEndpoints(ep, old)...)
-}
-
-// ValidateSubsets validates the subsets at fldPath.
-func ValidateSubsets(subsets []corev1.EndpointSubset, fldPath *field.Path) field.ErrorList {
+func validateSubsets(subsets []corev1.EndpointSubset, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range subsets {
 		ss := &subsets[i]
@@ -52,6 +66,7 @@ func ValidateSubsets(subsets []corev1.EndpointSubset, fldPath *field.Path) field
 		for j := range ss.NotReadyAddresses {
 			errs = append(errs, validateAddress(&ss.NotReadyAddresses[j], idx.Child("notReadyAddresses").Index(j))...)
 		}
+		// Names tell several ports apart (a Service's targetPort names one); one may go without.
 		for j := range ss.Ports {
 			errs = append(errs, validatePort(&ss.Ports[j], len(ss.Ports) > 1, idx.Child("ports").Index(j))...)
 		}
@@ -60,25 +75,26 @@ func ValidateSubsets(subsets []corev1.EndpointSubset, fldPath *field.Path) field
 }
 
 func validateAddress(a *corev1.EndpointAddress, fldPath *field.Path) field.ErrorList {
-	errs := validation.IsValidIPForLegacyField(fldPath.Child("ip"), a.IP, true, nil)
+	ipPath := fldPath.Child("ip")
+	errs := validation.IsValidIPForLegacyField(ipPath, a.IP, strictIPValidation, nil)
 	if a.Hostname != "" {
-		for _, msg := range validation.IsDNS1123Label(a.Hostname) {
-			errs = append(errs, field.Invalid(fldPath.Child("hostname"), a.Hostname, msg))
-		}
+		errs = append(errs, dns1123Label(a.Hostname, fldPath.Child("hostname"))...)
 	}
 	if a.NodeName != nil {
 		for _, msg := range apivalidation.NameIsDNSSubdomain(*a.NodeName, false) {
 			errs = append(errs, field.Invalid(fldPath.Child("nodeName"), *a.NodeName, msg))
 		}
 	}
-	return append(errs, ValidateEndpointIP(a.IP, fldPath.Child("ip"))...)
+	return append(errs, ValidateEndpointIP(a.IP, ipPath)...)
 }
 
-// ValidateEndpointIP refuses the addresses an endpoint may not have: unspecified, loopback,
-// link-local (the API server proxies to endpoints; these would point it at itself or its
-// host), in Kubernetes' words. EndpointSlices share it.
+// ValidateEndpointIP refuses the addresses an endpoint may not have, in Kubernetes' words:
+// unspecified, loopback and link-local ones. Clients (the API server's own proxy among them)
+// connect to endpoints, and these would point them at themselves or their host. Parsing is
+// sloppy on purpose: leading zeros are the legacy check's business, which reports them
+// already. EndpointSlices share it.
 func ValidateEndpointIP(s string, fldPath *field.Path) field.ErrorList {
-	ip := net.ParseIP(s)
+	ip := netutils.ParseIPSloppy(s)
 	if ip == nil {
 		return field.ErrorList{field.Invalid(fldPath, s, "must be a valid IP address")}
 	}
@@ -104,9 +120,7 @@ func validatePort(p *corev1.EndpointPort, requireName bool, fldPath *field.Path)
 	case requireName && p.Name == "":
 		errs = append(errs, field.Required(fldPath.Child("name"), ""))
 	case p.Name != "":
-		for _, msg := range validation.IsDNS1123Label(p.Name) {
-			errs = append(errs, field.Invalid(fldPath.Child("name"), p.Name, msg))
-		}
+		errs = append(errs, dns1123Label(p.Name, fldPath.Child("name"))...)
 	}
 	for _, msg := range validation.IsValidPortNum(int(p.Port)) {
 		errs = append(errs, field.Invalid(fldPath.Child("port"), p.Port, msg))
@@ -121,6 +135,14 @@ func validatePort(p *corev1.EndpointPort, requireName bool, fldPath *field.Path)
 		for _, msg := range validation.IsQualifiedName(*p.AppProtocol) {
 			errs = append(errs, field.Invalid(fldPath.Child("appProtocol"), *p.AppProtocol, msg))
 		}
+	}
+	return errs
+}
+
+func dns1123Label(value string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(value) {
+		errs = append(errs, field.Invalid(fldPath, value, msg))
 	}
 	return errs
 }

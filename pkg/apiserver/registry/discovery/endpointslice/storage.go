@@ -8,7 +8,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry"
 )
 
-// NewREST returns the endpointslices endpoint.
+// NewREST returns the endpointslices endpoint. It has no short name, as upstream.
 func NewREST(getter generic.RESTOptionsGetter) (*registry.Resource, error) {
 	store, err := registry.NewStore(getter, registry.StoreConfig{
 		Resource:       discoveryv1.Resource("endpointslices"),

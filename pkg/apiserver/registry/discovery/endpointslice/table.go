@@ -32,39 +32,50 @@ func newTableConvertor(clk clock.PassiveClock) *table.Convertor[*discoveryv1.End
 	})
 }
 
-// formatPorts is kubectl's PORTS cell: the first three port numbers ("*" for none, or the
-// name), then "+ N more...", or "<unset>".
+// shown is how many ports or addresses a cell lists before "+ N more...".
+const shown = 3
+
+// formatPorts is kubectl's PORTS cell: each port's number, or else its name (defaulting makes
+// that "" at least), or else "*".
 func formatPorts(ports []discoveryv1.EndpointPort) string {
-	var list []string
-	for _, p := range ports {
-		n := "*"
+	list := make([]string, 0, min(len(ports), shown))
+	for _, p := range ports[:min(len(ports), shown)] {
 		switch {
 		case p.Port != nil:
-			n = strconv.Itoa(int(*p.Port))
+			list = append(list, strconv.Itoa(int(*p.Port)))
 		case p.Name != nil:
-			n = *p.Name
+			list = append(list, *p.Name)
+		default:
+			list = append(list, "*")
 		}
-		list = append(list, n)
 	}
-	return withMore(list)
+	return withMore(list, len(ports))
 }
 
-// formatEndpoints is kubectl's ENDPOINTS cell: the first three addresses.
+// formatEndpoints is kubectl's ENDPOINTS cell: the addresses of all endpoints, ready or not.
 func formatEndpoints(eps []discoveryv1.Endpoint) string {
 	var list []string
+	count := 0
 	for _, ep := range eps {
-		list = append(list, ep.Addresses...)
+		for _, a := range ep.Addresses {
+			if len(list) < shown {
+				list = append(list, a)
+			}
+			count++
+		}
 	}
-	return withMore(list)
+	return withMore(list, count)
 }
 
-func withMore(list []string) string {
-	const max = 3
-	if len(list) > max {
-		return fmt.Sprintf("%s + %d more...", strings.Join(list[:max], ","), len(list)-max)
-	}
-	if len(list) == 0 {
+// withMore joins the listed items of count, says how many more there are, and shows an
+// empty cell as "<unset>".
+func withMore(list []string, count int) string {
+	s := strings.Join(list, ",")
+	switch {
+	case count > len(list):
+		return fmt.Sprintf("%s + %d more...", s, count-len(list))
+	case s == "":
 		return "<unset>"
 	}
-	return strings.Join(list, ",")
+	return s
 }

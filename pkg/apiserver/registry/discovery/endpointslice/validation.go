@@ -2,7 +2,6 @@ package endpointslice
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 )
 
-// Kubernetes' limits.
+// Kubernetes' limits on a slice.
 const (
 	maxTopologyLabels = 16
 	maxAddresses      = 100
@@ -28,13 +28,38 @@ const (
 	maxNodeHints      = 8
 )
 
+// strictIPValidation is the StrictIPCIDRValidation gate, beta and on by default in the
+// Kubernetes release berth tracks.
+const strictIPValidation = true
+
 var (
 	addressTypes = sets.New(discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN)
 	protocols    = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 )
 
-// ValidateEndpointSlice validates a slice on create (old nil) and its new state on update.
-// Endpoints an update did not change are not checked again: older versions took them.
+// ValidateEndpointSliceCreate validates a new slice.
+//
+// This and ValidateEndpointSliceUpdate are upstream's handwritten validation. The errors a
+// client gets are those after the strategy's ValidateDeclaratively, which replaces some of
+// them by the declared rules' (declarative.go).
+func ValidateEndpointSliceCreate(s *discoveryv1.EndpointSlice) field.ErrorList {
+	return ValidateEndpointSlice(s, nil)
+}
+
+// ValidateEndpointSliceUpdate validates an update: the new state, and the address type kept.
+// The generic store checks the metadata rules of updates itself, and upstream adds none.
+func ValidateEndpointSliceUpdate(s, old *discoveryv1.EndpointSlice) field.ErrorList {
+	errs := ValidateEndpointSlice(s, old)
+	immutable := apivalidation.ValidateImmutableField(s.AddressType, old.AddressType, field.NewPath("addressType"))
+	return append(errs, immutable.WithOrigin("immutable").MarkCoveredByDeclarative()...)
+}
+
+// ValidateEndpointSlice validates the state of a slice; old is nil on create. On an update
+// that leaves the endpoints as they were, their errors are dropped: older releases accepted
+// them, and a slice must stay updatable after an upgrade.
+//
+// Errors that a declared rule of the v1 types covers are marked so (with the origin the
+// declared rule's error has), for the merge in ValidateDeclaratively.
 func ValidateEndpointSlice(s, old *discoveryv1.EndpointSlice) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	errs := apivalidation.ValidateObjectMeta(&s.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metaPath)
@@ -42,27 +67,20 @@ func ValidateEndpointSlice(s, old *discoveryv1.EndpointSlice) field.ErrorList {
 	errs = append(errs, validateAddressType(s.AddressType)...)
 	errs = append(errs, validatePorts(s.Ports, field.NewPath("ports"))...)
 	epErrs := validateEndpoints(s.Endpoints, s.AddressType, field.NewPath("endpoints"))
+	// Compared only after an error: a slice holds up to a thousand endpoints.
 	if len(epErrs) > 0 && old != nil && apiequality.Semantic.DeepEqual(old.Endpoints, s.Endpoints) {
 		epErrs = nil
 	}
 	return append(errs, epErrs...)
 }
 
-// ValidateEndpointSliceUpdate validates an update: the new state, and the address type
-// kept.
-func ValidateEndpointSliceUpdate(s, old *discoveryv1.EndpointSlice) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaUpdate(&s.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	errs = append(errs, ValidateEndpointSlice(s, old)...)
-	return append(errs, apivalidation.ValidateImmutableField(s.AddressType, old.AddressType, field.NewPath("addressType"))...)
-}
-
 func validateAddressType(t discoveryv1.AddressType) field.ErrorList {
 	p := field.NewPath("addressType")
 	switch {
 	case t == "":
-		return field.ErrorList{field.Required(p, "")}
+		return field.ErrorList{field.Required(p, "").MarkCoveredByDeclarative()}
 	case !addressTypes.Has(t):
-		return field.ErrorList{field.NotSupported(p, t, sets.List(addressTypes))}
+		return field.ErrorList{field.NotSupported(p, t, sets.List(addressTypes)).MarkCoveredByDeclarative()}
 	}
 	return nil
 }
@@ -72,14 +90,15 @@ func validateEndpoints(eps []discoveryv1.Endpoint, t discoveryv1.AddressType, fl
 		return field.ErrorList{field.TooMany(fldPath, len(eps), maxEndpoints)}
 	}
 	var errs field.ErrorList
-	for i, ep := range eps {
+	for i := range eps {
+		ep := &eps[i]
 		idx := fldPath.Index(i)
 		addrPath := idx.Child("addresses")
 		switch {
 		case len(ep.Addresses) == 0:
-			errs = append(errs, field.Required(addrPath, "must contain at least 1 address"))
+			errs = append(errs, field.Required(addrPath, "must contain at least 1 address").MarkCoveredByDeclarative())
 		case len(ep.Addresses) > maxAddresses:
-			errs = append(errs, field.TooMany(addrPath, len(ep.Addresses), maxAddresses))
+			errs = append(errs, field.TooMany(addrPath, len(ep.Addresses), maxAddresses).WithOrigin("maxItems").MarkCoveredByDeclarative())
 		}
 		for j, a := range ep.Addresses {
 			errs = append(errs, validateAddress(a, t, addrPath, addrPath.Index(j))...)
@@ -89,6 +108,8 @@ func validateEndpoints(eps []discoveryv1.Endpoint, t discoveryv1.AddressType, fl
 				errs = append(errs, field.Invalid(idx.Child("nodeName"), *ep.NodeName, msg))
 			}
 		}
+		// The strategy drops deprecatedTopology from v1 writes; these checks see it only in
+		// endpoints an update left unchanged.
 		topo := idx.Child("deprecatedTopology")
 		if len(ep.DeprecatedTopology) > maxTopologyLabels {
 			errs = append(errs, field.TooMany(topo, len(ep.DeprecatedTopology), maxTopologyLabels))
@@ -109,16 +130,18 @@ func validateEndpoints(eps []discoveryv1.Endpoint, t discoveryv1.AddressType, fl
 	return errs
 }
 
-// validateAddress checks one address of a slice of type t (errors of the family name the
-// list, as upstream's do).
+// validateAddress checks one address of a slice of type t; addresses of the wrong family are
+// reported on the list (listPath), the others on the address, as upstream does. Addresses
+// of an unknown type are not checked: the type's own error says enough.
 func validateAddress(a string, t discoveryv1.AddressType, listPath, path *field.Path) field.ErrorList {
 	switch t {
 	case discoveryv1.AddressTypeIPv4:
-		if errs := validation.IsValidIPForLegacyField(path, a, true, nil); len(errs) > 0 {
+		// IPv4 is a legacy field (leading zeros once passed); IPv6 was strict from the start.
+		if errs := validation.IsValidIPForLegacyField(path, a, strictIPValidation, nil); len(errs) > 0 {
 			return errs
 		}
 		var errs field.ErrorList
-		if ip, err := netip.ParseAddr(a); err != nil || !ip.Is4() {
+		if !netutils.IsIPv4String(a) {
 			errs = append(errs, field.Invalid(listPath, a, "must be an IPv4 address"))
 		}
 		return append(errs, endpoints.ValidateEndpointIP(a, path)...)
@@ -127,7 +150,7 @@ func validateAddress(a string, t discoveryv1.AddressType, listPath, path *field.
 			return errs
 		}
 		var errs field.ErrorList
-		if ip, err := netip.ParseAddr(a); err != nil || !ip.Is6() || ip.Is4In6() {
+		if !netutils.IsIPv6String(a) {
 			errs = append(errs, field.Invalid(listPath, a, "must be an IPv6 address"))
 		}
 		return append(errs, endpoints.ValidateEndpointIP(a, path)...)
@@ -142,10 +165,10 @@ func validatePorts(ports []discoveryv1.EndpointPort, fldPath *field.Path) field.
 		return field.ErrorList{field.TooMany(fldPath, len(ports), maxPorts)}
 	}
 	var errs field.ErrorList
-	names := make([]string, 0, len(ports))
+	names := make([]string, 0, len(ports)) // a slice: there are few ports, and no set to allocate
 	for i, p := range ports {
 		idx := fldPath.Index(i)
-		name := ""
+		name := "" // defaulting sets it; a direct caller may not have
 		if p.Name != nil {
 			name = *p.Name
 		}
@@ -154,8 +177,9 @@ func validatePorts(ports []discoveryv1.EndpointPort, fldPath *field.Path) field.
 				errs = append(errs, field.Invalid(idx.Child("name"), name, msg))
 			}
 		}
+		// Consumers key ports by name: one unnamed port at most, and no name twice.
 		if slices.Contains(names, name) {
-			errs = append(errs, field.Duplicate(idx.Child("name"), p.Name))
+			errs = append(errs, field.Duplicate(idx.Child("name"), name))
 		} else {
 			names = append(names, name)
 		}
@@ -175,12 +199,12 @@ func validatePorts(ports []discoveryv1.EndpointPort, fldPath *field.Path) field.
 }
 
 func validateHints(h *discoveryv1.EndpointHints, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	zones := fldPath.Child("forZones")
 	if len(h.ForZones) > maxZoneHints {
 		return field.ErrorList{field.TooMany(zones, len(h.ForZones), maxZoneHints)}
 	}
-	var seen []string
+	var errs field.ErrorList
+	seen := make([]string, 0, len(h.ForZones))
 	for i, z := range h.ForZones {
 		p := zones.Index(i).Child("name")
 		if slices.Contains(seen, z.Name) {
@@ -196,7 +220,7 @@ func validateHints(h *discoveryv1.EndpointHints, fldPath *field.Path) field.Erro
 	if len(h.ForNodes) > maxNodeHints {
 		return append(errs, field.TooMany(nodes, len(h.ForNodes), maxNodeHints))
 	}
-	seen = nil
+	seen = make([]string, 0, len(h.ForNodes))
 	for i, n := range h.ForNodes {
 		p := nodes.Index(i).Child("name")
 		if slices.Contains(seen, n.Name) {
