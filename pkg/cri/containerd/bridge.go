@@ -147,7 +147,10 @@ func takeOverPodCIDR(ctx context.Context, c Config, endpoint string) error {
 func (p *Process) TakeOverPodCIDR(ctx context.Context, podCIDR string) error {
 	c := p.config
 	c.PodCIDR = podCIDR
-	return takeOverPodCIDR(ctx, c, p.endpoint)
+	if err := takeOverPodCIDR(ctx, c, p.endpoint); err != nil {
+		return err
+	}
+	return ensureGateway(ctx, c)
 }
 
 // ensureBridge creates c.Bridge if it does not exist (saying so) and marks it as the bridge
@@ -180,6 +183,29 @@ func ensureBridge(ctx context.Context, c Config, endpoint string) (created bool,
 		return false, fmt.Errorf("containerd: marking bridge %s as berth's: %w", c.Bridge, err)
 	}
 	return created, nil
+}
+
+// ensureGateway gives c.Bridge the first address of c.PodCIDR and brings it up, as the CNI
+// bridge plugin (isGateway) does for the first pod, which then finds the address it would
+// add: so that what listens on the gateway (berth up's cluster DNS, the kube-dns Service's
+// endpoint) answers before any pod runs, instead of the machine routing its queries away.
+func ensureGateway(ctx context.Context, c Config) error {
+	_, podCIDR, err := net.ParseCIDR(c.PodCIDR)
+	if err != nil {
+		return fmt.Errorf("containerd: pod CIDR: %w", err)
+	}
+	gw := make(net.IP, len(podCIDR.IP))
+	copy(gw, podCIDR.IP)
+	gw[len(gw)-1]++
+	ones, _ := podCIDR.Mask.Size()
+	addr := fmt.Sprintf("%s/%d", gw, ones)
+	if err := ip(ctx, "addr", "add", addr, "dev", c.Bridge); err != nil && !strings.Contains(err.Error(), "File exists") {
+		return fmt.Errorf("containerd: giving bridge %s its gateway address: %w", c.Bridge, err)
+	}
+	if err := ip(ctx, "link", "set", "dev", c.Bridge, "up"); err != nil {
+		return fmt.Errorf("containerd: bringing bridge %s up: %w", c.Bridge, err)
+	}
+	return nil
 }
 
 // errNoLink is showLink's answer for an interface that does not exist.

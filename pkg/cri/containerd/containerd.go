@@ -170,6 +170,14 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.PodCIDR != "" {
+		if err := ensureGateway(ctx, c); err != nil {
+			if created {
+				_ = deleteLink(context.WithoutCancel(ctx), c.Bridge)
+			}
+			return nil, err
+		}
+	}
 	p, err := launch(ctx, c, endpoint, binary)
 	if err != nil && created {
 		// A bridge berth made for a containerd that never ran is no one's.
