@@ -13,11 +13,9 @@ package clusterroleaggregation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -36,7 +34,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // FieldManager is the controller's field manager, kube-controller-manager's.
@@ -97,51 +94,19 @@ func (c *Controller) enqueueAggregated() {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informer never syncs while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting ClusterRoleAggregator controller", "workers", workers)
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down ClusterRoleAggregator controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
-		if ctx.Err() == nil {
-			return errors.New("the clusterrole-aggregation controller's informer did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:  controllerName,
+		Title: "ClusterRoleAggregator controller",
+		Queue: c.queue,
+		Sync:  func(ctx context.Context, name string) error { return reconcile(c, ctx, name) },
+		Reference: func(name string) *corev1.ObjectReference {
+			return &corev1.ObjectReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: name}
+		},
+		Recorder:       c.Recorder,
+		KeyName:        "clusterRole",
+		FailureMessage: "Aggregating a cluster role failed",
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one role, retrying it with back-off on failure, a panic
-// included. It returns false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-
-	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(c, ctx, name) })
-	if err != nil {
-		recovery.RecordPanic(c.Recorder, &corev1.ObjectReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: name}, err)
-		utilruntime.HandleErrorWithContext(ctx, err, "Aggregating a cluster role failed", "clusterRole", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return w.Run(ctx, workers, c.synced)
 }
 
 // syncClusterRole writes the aggregated rules of the role, when they differ from its rules.

@@ -51,7 +51,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // controllerName names the controller in logs, events and berth_recovered_panics_total.
@@ -165,27 +164,21 @@ func (c *Controller) endpointsUpdated(old, cur any) {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informers never sync while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting endpoint controller", "workers", workers)
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down endpoint controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		if ctx.Err() == nil {
-			return errors.New("the endpoint controller's informers did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "endpoint controller",
+		Queue:          c.queue,
+		Sync:           func(ctx context.Context, key string) error { return reconcile(c, ctx, key) },
+		Reference:      serviceReference,
+		Recorder:       c.Recorder,
+		KeyName:        "service",
+		FailureMessage: "Syncing the endpoints of a service failed",
+		Expected: func(err error) (string, bool) {
+			return "Endpoints cache behind this controller's write; retrying", errors.As(err, new(staleCacheError))
+		},
+		AfterCacheSync: c.queueLeftoverEndpoints,
 	}
-	c.queueLeftoverEndpoints(ctx)
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
+	return w.Run(ctx, workers, c.synced...)
 }
 
 // queueLeftoverEndpoints queues the Service of every Endpoints, once at start: those whose
@@ -202,35 +195,6 @@ func (c *Controller) queueLeftoverEndpoints(ctx context.Context) {
 			c.enqueue(ep)
 		}
 	}
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one Service, retrying it with back-off on failure, a panic
-// included. It returns false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(c, ctx, key) })
-	if err != nil {
-		recovery.RecordPanic(c.Recorder, serviceReference(key), err)
-		if errors.As(err, new(staleCacheError)) {
-			klog.FromContext(ctx).V(4).Info("Endpoints cache behind this controller's write; retrying", "service", key)
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Syncing the endpoints of a service failed", "service", key)
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
 }
 
 // serviceReference is the event reference of the Service whose key is key.

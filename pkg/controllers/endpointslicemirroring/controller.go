@@ -30,7 +30,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -53,7 +52,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // ControllerName is the endpointslice.kubernetes.io/managed-by value of the slices this
@@ -252,55 +250,20 @@ func (c *Controller) queueEndpointsOf(slice *discovery.EndpointSlice) {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informers never sync while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting EndpointSliceMirroring controller", "workers", workers)
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down EndpointSliceMirroring controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		if ctx.Err() == nil {
-			return errors.New("the EndpointSliceMirroring controller's informers did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "EndpointSliceMirroring controller",
+		Queue:          c.queue,
+		Sync:           func(ctx context.Context, key string) error { return reconcile(c, ctx, key) },
+		Reference:      endpointsReference,
+		Recorder:       c.Recorder,
+		KeyName:        "endpoints",
+		FailureMessage: "Mirroring Endpoints to EndpointSlices failed",
+		Expected: func(err error) (string, bool) {
+			return "EndpointSlice cache behind this controller's writes; retrying", errors.As(err, new(staleCacheError))
+		},
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one Endpoints, retrying it with back-off on failure, a panic
-// included. It returns false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(c, ctx, key) })
-	if err != nil {
-		recovery.RecordPanic(c.Recorder, endpointsReference(key), err)
-		if errors.As(err, new(staleCacheError)) {
-			klog.FromContext(ctx).V(4).Info("EndpointSlice cache behind this controller's writes; retrying", "endpoints", key)
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Mirroring Endpoints to EndpointSlices failed", "endpoints", key)
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return w.Run(ctx, workers, c.synced...)
 }
 
 // endpointsReference is the event reference of the Endpoints whose key is key.

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -34,7 +33,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 const (
@@ -122,60 +120,32 @@ func (c *Controller) enqueue(obj any) {
 // Run starts workers that process namespaces and blocks until ctx is done, then waits for
 // them to stop. It fails only if the informer never syncs while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting namespace controller", "workers", workers)
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down namespace controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
-		if ctx.Err() == nil {
-			return errors.New("the namespace controller's informer did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "namespace controller",
+		Queue:          c.queue,
+		Sync:           c.pass,
+		Reference:      func(name string) *corev1.ObjectReference { return recovery.Reference("Namespace", name) },
+		Recorder:       c.Recorder,
+		KeyName:        "namespace",
+		FailureMessage: "Deleting namespace failed",
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
+	return w.Run(ctx, workers, c.synced)
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one namespace and decides when to look at it again. It returns
-// false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-
-	// A panic in the pass is an error too: the namespace is retried with back-off.
-	err := recovery.Sync(ctx, controllerName, func() error { return c.syncNamespace(ctx, name) })
+// pass syncs one namespace and decides when to look at it again. Content still going away
+// is waiting, not failing: the namespace is looked at again when it should be gone, with its
+// back-off reset (the Worker forgets it).
+func (c *Controller) pass(ctx context.Context, name string) error {
+	err := c.syncNamespace(ctx, name)
 	var waiting *contentRemainingError
-	switch {
-	case err == nil:
-		c.queue.Forget(name)
-	case errors.As(err, &waiting):
-		// Waiting is not failing: look again when the content should be gone.
-		c.queue.Forget(name)
+	if errors.As(err, &waiting) {
 		after := waiting.requeueAfter()
 		klog.FromContext(ctx).V(4).Info("Content remaining in namespace", "namespace", name, "wait", after)
 		c.queue.AddAfter(name, after)
-	default:
-		recovery.RecordPanic(c.Recorder, recovery.Reference("Namespace", name), err)
-		utilruntime.HandleErrorWithContext(ctx, err, "Deleting namespace failed", "namespace", name)
-		c.queue.AddRateLimited(name)
+		return nil
 	}
-	return true
+	return err
 }
 
 // contentRemainingError says a pass deleted everything it could, but some content is still

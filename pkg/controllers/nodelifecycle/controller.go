@@ -10,15 +10,12 @@ package nodelifecycle
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -28,7 +25,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // conditionTaints maps a node condition's status to the NoSchedule taint it brings.
@@ -103,54 +99,21 @@ func (c *Controller) enqueue(obj any) {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informer never syncs while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting node lifecycle controller (taints by condition)", "workers", workers)
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down node lifecycle controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.nodesSynced) {
-		if ctx.Err() == nil {
-			return errors.New("the node lifecycle controller's informer did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "node lifecycle controller",
+		Queue:          c.queue,
+		Sync:           c.doNoScheduleTaintingPass,
+		Reference:      func(name string) *v1.ObjectReference { return recovery.Reference("Node", name) },
+		Recorder:       c.Recorder,
+		KeyName:        "node",
+		FailureMessage: "Tainting a node by its conditions failed",
+		// The node agent updated its status meanwhile: retry from the cache, quietly.
+		Expected: func(err error) (string, bool) {
+			return "Node changed while tainting it; retrying", apierrors.IsConflict(err)
+		},
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	// A panic in the pass is an error too: the node is retried with back-off.
-	err := recovery.Sync(ctx, controllerName, func() error { return c.doNoScheduleTaintingPass(ctx, name) })
-	if err != nil {
-		if recovery.RecordPanic(c.Recorder, recovery.Reference("Node", name), err) {
-			utilruntime.HandleErrorWithContext(ctx, err, "Tainting a node by its conditions panicked", "node", name)
-		} else if apierrors.IsConflict(err) {
-			// The node agent updated its status meanwhile: retry from the cache, quietly.
-			klog.FromContext(ctx).V(4).Info("Node changed while tainting it; retrying", "node", name)
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, err, "Tainting a node by its conditions failed", "node", name)
-		}
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return w.Run(ctx, workers, c.nodesSynced)
 }
 
 // doNoScheduleTaintingPass makes the node's managed NoSchedule taints exactly those its

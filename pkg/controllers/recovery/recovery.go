@@ -4,7 +4,8 @@
 // Sync recovers the panic (counted in berth_recovered_panics_total{component="controller/<name>"}
 // and logged with its stack by pkg/util/panics) and hands it back as an error, which the
 // controller requeues with its rate-limited back-off like any other failure; RecordPanic
-// tells the object's owner with a Warning event.
+// tells the object's owner with a Warning event. Worker runs a controller's whole work-queue
+// loop around them.
 package recovery
 
 import (

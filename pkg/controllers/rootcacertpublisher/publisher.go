@@ -7,15 +7,12 @@ package rootcacertpublisher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -25,7 +22,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // Kubernetes' names for the published ConfigMap.
@@ -107,51 +103,17 @@ func (p *Publisher) configMapChanged(obj any) {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informers never sync while ctx lives.
 func (p *Publisher) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting root CA cert publisher controller")
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down root CA cert publisher controller")
-		p.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, p.configMapSynced, p.namespaceSynced) {
-		if ctx.Err() == nil {
-			return errors.New("the root CA cert publisher's informers did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "root CA cert publisher controller",
+		Queue:          p.queue,
+		Sync:           func(ctx context.Context, ns string) error { return reconcile(p, ctx, ns) },
+		Reference:      func(ns string) *corev1.ObjectReference { return recovery.Reference("Namespace", ns) },
+		Recorder:       p.Recorder,
+		KeyName:        "namespace",
+		FailureMessage: "Publishing the root CA failed",
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), p.worker) })
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (p *Publisher) worker(ctx context.Context) {
-	for p.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one namespace, retrying it with back-off on failure, a panic
-// included. It returns false once the queue is shut down.
-func (p *Publisher) processNextWorkItem(ctx context.Context) bool {
-	ns, shutdown := p.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer p.queue.Done(ns)
-
-	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(p, ctx, ns) })
-	if err != nil {
-		recovery.RecordPanic(p.Recorder, recovery.Reference("Namespace", ns), err)
-		utilruntime.HandleErrorWithContext(ctx, err, "Publishing the root CA failed", "namespace", ns)
-		p.queue.AddRateLimited(ns)
-		return true
-	}
-	p.queue.Forget(ns)
-	return true
+	return w.Run(ctx, workers, p.configMapSynced, p.namespaceSynced)
 }
 
 // syncNamespace creates kube-root-ca.crt in ns, or sets its data and description back.

@@ -9,14 +9,11 @@ package serviceaccount
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -26,7 +23,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // DefaultName is the service account every active namespace gets.
@@ -96,51 +92,17 @@ func (c *Controller) serviceAccountDeleted(obj any) {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informers never sync while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting service account controller", "workers", workers)
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down service account controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.namespacesSynced, c.accountsSynced) {
-		if ctx.Err() == nil {
-			return errors.New("the service account controller's informers did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "service account controller",
+		Queue:          c.queue,
+		Sync:           func(ctx context.Context, name string) error { return reconcile(c, ctx, name) },
+		Reference:      func(name string) *corev1.ObjectReference { return recovery.Reference("Namespace", name) },
+		Recorder:       c.Recorder,
+		KeyName:        "namespace",
+		FailureMessage: "Ensuring the default service account failed",
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one namespace, retrying it with back-off on failure, a panic
-// included. It returns false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-
-	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(c, ctx, name) })
-	if err != nil {
-		recovery.RecordPanic(c.Recorder, recovery.Reference("Namespace", name), err)
-		utilruntime.HandleErrorWithContext(ctx, err, "Ensuring the default service account failed", "namespace", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return w.Run(ctx, workers, c.namespacesSynced, c.accountsSynced)
 }
 
 // syncNamespace creates the "default" service account in the namespace if the namespace is

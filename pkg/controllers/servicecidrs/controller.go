@@ -19,11 +19,9 @@ package servicecidrs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
@@ -46,7 +43,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
-	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // Kubernetes' names.
@@ -172,51 +168,17 @@ func (c *Controller) ipAddressChanged(obj any) {
 // Run starts workers and blocks until ctx is done, then waits for them to stop. It fails only
 // if the informers never sync while ctx lives.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting ServiceCIDR controller", "workers", workers)
-
-	var wg sync.WaitGroup
-	defer func() {
-		logger.Info("Shutting down ServiceCIDR controller")
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.serviceCIDRsSynced, c.ipAddressesSynced) {
-		if ctx.Err() == nil {
-			return errors.New("the ServiceCIDR controller's informers did not sync")
-		}
-		return nil
+	w := &recovery.Worker[string]{
+		Name:           controllerName,
+		Title:          "ServiceCIDR controller",
+		Queue:          c.queue,
+		Sync:           func(ctx context.Context, name string) error { return reconcile(c, ctx, name) },
+		Reference:      reference,
+		Recorder:       c.Recorder,
+		KeyName:        "serviceCIDR",
+		FailureMessage: "Syncing a ServiceCIDR failed",
 	}
-	for range workers {
-		wg.Go(func() { panics.Forever(ctx, recovery.Component(controllerName), c.worker) })
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one ServiceCIDR, retrying it with back-off on failure, a panic
-// included. It returns false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-
-	err := recovery.Sync(ctx, controllerName, func() error { return reconcile(c, ctx, name) })
-	if err != nil {
-		recovery.RecordPanic(c.Recorder, reference(name), err)
-		utilruntime.HandleErrorWithContext(ctx, err, "Syncing a ServiceCIDR failed", "serviceCIDR", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return w.Run(ctx, workers, c.serviceCIDRsSynced, c.ipAddressesSynced)
 }
 
 func reference(name string) *corev1.ObjectReference {
