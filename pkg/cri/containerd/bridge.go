@@ -199,7 +199,7 @@ func ensureGateway(ctx context.Context, c Config) error {
 	gw[len(gw)-1]++
 	ones, _ := podCIDR.Mask.Size()
 	addr := fmt.Sprintf("%s/%d", gw, ones)
-	if err := ip(ctx, "addr", "add", addr, "dev", c.Bridge); err != nil && !strings.Contains(err.Error(), "File exists") {
+	if err := ip(ctx, "addr", "replace", addr, "dev", c.Bridge); err != nil { // replace: no error if there
 		return fmt.Errorf("containerd: giving bridge %s its gateway address: %w", c.Bridge, err)
 	}
 	if err := ip(ctx, "link", "set", "dev", c.Bridge, "up"); err != nil {

@@ -199,6 +199,9 @@ func TestTakeOverPodCIDR(t *testing.T) {
 		run("link", "set", "dev", "berth1", "alias", bridgeAliasPrefix+"unix:///nonexistent/old/containerd.sock")
 		run("addr", "add", "10.245.0.1/24", "dev", "berth1")
 		run("link", "set", "dev", "berth1", "up")
+		if _, err := ensureBridge(ctx, c, endpoint); err != nil { // as Start made it
+			t.Fatal(err)
+		}
 		p := &Process{config: c, endpoint: endpoint}
 		if err := p.TakeOverPodCIDR(ctx, "10.245.0.0/24"); err != nil {
 			t.Errorf("TakeOverPodCIDR: %v", err)
@@ -206,11 +209,46 @@ func TestTakeOverPodCIDR(t *testing.T) {
 		if _, err := showLink(ctx, "berth1"); err == nil {
 			t.Error("the stale bridge berth1 is still there")
 		}
+		if out, _ := exec.Command("ip", "-4", "-o", "addr", "show", "dev", "benew").CombinedOutput(); !strings.Contains(string(out), "inet 10.245.0.1/24") {
+			t.Errorf("after TakeOverPodCIDR the bridge's addresses are %q, want the gateway 10.245.0.1/24", out)
+		}
 
 		// A name taken by something that is not a bridge.
 		_, err = ensureBridge(ctx, Config{Bridge: "other0"}, endpoint)
 		if err == nil || !strings.Contains(err.Error(), "is not a bridge (veth)") {
 			t.Errorf("ensureBridge over a veth: %v", err)
+		}
+	})
+}
+
+// TestEnsureGateway: the bridge gets its pod CIDR's first address, up, before any pod (so
+// that the cluster DNS on it answers); a second call, as the CNI plugin's own add would
+// find, is no error.
+func TestEnsureGateway(t *testing.T) {
+	inNewNetns(t, func() {
+		ctx := context.Background()
+		c := Config{Bridge: "begw", PodCIDR: "10.244.3.0/24"}
+		if _, err := ensureBridge(ctx, c, "unix:///nonexistent/containerd.sock"); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := ensureGateway(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := exec.Command("ip", "-4", "-o", "addr", "show", "dev", "begw").CombinedOutput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), "inet 10.244.3.1/24") || strings.Count(string(out), "inet ") != 1 {
+			t.Errorf("the bridge's addresses:\n%s\nwant 10.244.3.1/24 alone", out)
+		}
+		l, err := exec.Command("ip", "-o", "link", "show", "dev", "begw").CombinedOutput()
+		if err != nil || !strings.Contains(string(l), ",UP") {
+			t.Errorf("the bridge is not up: %s %v", l, err)
+		}
+		if err := ensureGateway(ctx, Config{Bridge: "begw", PodCIDR: "bad"}); err == nil {
+			t.Error("a bad pod CIDR: no error")
 		}
 	})
 }
