@@ -151,11 +151,16 @@ func (c *Controller) podChanged(old, cur any) {
 
 // endpointsUpdated queues the Service of Endpoints that another writer changed, so that the
 // change is undone if the Endpoints are this controller's. Upstream leaves that to the
-// informers' periodic resync, which berth's do not have.
+// informers' periodic resync, which berth's do not have. Endpoints without a Service are
+// left alone: upstream deletes them only at its start (and at a resync, hours apart), and
+// users (and the Endpoints lifecycle conformance test) write such Endpoints by hand.
 func (c *Controller) endpointsUpdated(old, cur any) {
 	prev, ok1 := old.(*corev1.Endpoints)
 	ep, ok2 := cur.(*corev1.Endpoints)
 	if !ok1 || !ok2 || prev.ResourceVersion == ep.ResourceVersion || c.writes.isOwnWrite(ep) {
+		return
+	}
+	if _, err := c.services.Services(ep.Namespace).Get(ep.Name); err != nil {
 		return
 	}
 	c.enqueue(ep)

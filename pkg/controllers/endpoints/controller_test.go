@@ -561,6 +561,23 @@ func TestController(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForEndpoints(t, ctx, client, "web", "deleted with the service", func(ep *corev1.Endpoints) bool { return ep == nil })
+
+	// Endpoints written by hand, with no Service, created and changed while the controller
+	// runs: left alone, as upstream (the Endpoints lifecycle conformance test patches such).
+	manual := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual", ResourceVersion: "1"},
+		Subsets: []corev1.EndpointSubset{{Addresses: addrs(addr("10.9.9.9")), Ports: ports(port("http", 80))}}}
+	if _, err := client.CoreV1().Endpoints(ns).Create(ctx, manual, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	manual.ResourceVersion = "2"
+	manual.Labels = map[string]string{"patched": "true"}
+	if _, err := client.CoreV1().Endpoints(ns).Update(ctx, manual, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, err := client.CoreV1().Endpoints(ns).Get(ctx, "manual", metav1.GetOptions{}); err != nil {
+		t.Errorf("Endpoints without a Service, updated by hand: %v, want them kept", err)
+	}
 }
 
 // TestAPanicInOneServicesSyncIsRetried: a panicking sync is recovered, counted, reported on
