@@ -264,6 +264,11 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 		klog.InfoS("No routable address to advertise; using the loopback address", "err", err)
 		gc.PublicAddress = net.IPv4(127, 0, 0, 1)
 	}
+	// Of the service range's family, as kube-apiserver requires of --advertise-address: pods
+	// reach it through the kubernetes Service, and the JWKS URL, which names it, from pods too.
+	if cidrs, _, err := parseServiceRanges(c); err == nil {
+		gc.PublicAddress = publicIP(gc.PublicAddress, cidrs[0])
+	}
 	// The server talks to itself a lot (admission informers, bootstrap): protobuf is cheaper.
 	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
 	return port, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,6 +186,15 @@ func TestServiceAccountTokens(t *testing.T) {
 		}
 		if doc.Issuer != defaultIssuer || !strings.HasPrefix(doc.JWKSURI, "https://") || !strings.HasSuffix(doc.JWKSURI, "/openid/v1/jwks") || !slices.Equal(doc.Algs, []string{"RS256"}) {
 			t.Errorf("discovery document: %s", body)
+		}
+		// The JWKS is at the address the kubernetes Service leads to, one pods reach (of the
+		// service range's family), not at any other address of the machine.
+		ep, err := c.Client.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil || len(ep.Subsets) == 0 || len(ep.Subsets[0].Addresses) == 0 {
+			t.Fatalf("the kubernetes Endpoints: %v %v", ep, err)
+		}
+		if u, err := url.Parse(doc.JWKSURI); err != nil || u.Hostname() != ep.Subsets[0].Addresses[0].IP {
+			t.Errorf("jwks_uri %s, want it at the kubernetes Service's endpoint %s", doc.JWKSURI, ep.Subsets[0].Addresses[0].IP)
 		}
 		if ct, cc := resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"); ct != "application/json" || cc != "public, max-age=3600" {
 			t.Errorf("discovery document headers: %q %q", ct, cc)
