@@ -3,15 +3,15 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestNodeAPIServerEnv: until berth serves the kubernetes Service, the node agent gives every
-// container KUBERNETES_SERVICE_HOST/PORT (and the rest of that Service's variables) pointing
-// at the API server of its kubeconfig, the loopback address `berth up` gives it replaced by
-// an address of the machine, and a container reaches the API server there.
+// TestNodeAPIServerEnv: with enableServiceLinks off, a container still gets the kubernetes
+// Service's variables (KUBERNETES_SERVICE_HOST/PORT and the docker-link ones), as from the
+// kubelet: its cluster IP and port 443; and it reaches the API server there, through berth
+// up's service proxy. (A node agent whose cluster has no kubernetes Service points them at
+// the API server of its kubeconfig: TestNodeServiceEnv in test/integration/nodetest.)
 func TestNodeAPIServerEnv(t *testing.T) {
 	t.Parallel()
 	c, _ := nodeCluster(t)
@@ -42,10 +42,9 @@ spec:
 			got[k] = v
 		}
 	}
-	host, port := got["KUBERNETES_SERVICE_HOST"], strconv.Itoa(c.port)
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLoopback() || !isMachineAddress(ip) {
-		t.Fatalf("KUBERNETES_SERVICE_HOST=%q, want an address of this machine other than loopback; env:\n%s", host, logs)
+	host, port := got["KUBERNETES_SERVICE_HOST"], "443"
+	if want := c.jsonpath(t, "default", "svc/kubernetes", "{.spec.clusterIP}"); host != want {
+		t.Fatalf("KUBERNETES_SERVICE_HOST=%q, want the kubernetes Service's cluster IP %s; env:\n%s", host, want, logs)
 	}
 	want := map[string]string{
 		"KUBERNETES_SERVICE_HOST":                host,
@@ -62,23 +61,9 @@ spec:
 			t.Errorf("%s=%q, want %q", k, got[k], v)
 		}
 	}
-	// A TCP connection (busybox's nc; its wget has no TLS here): rest.InClusterConfig
-	// then speaks TLS to the serving certificate, which holds the machine's addresses.
+	// A TCP connection (busybox's nc; its wget has no TLS here): rest.InClusterConfig then
+	// speaks TLS to the serving certificate, which holds the Service's IP.
 	if !strings.Contains(logs, "\nREACHABLE") {
 		t.Errorf("the container could not connect to the API server at %s:%s:\n%s", host, port, logs)
 	}
-}
-
-// isMachineAddress reports whether ip is one of this machine's addresses.
-func isMachineAddress(ip net.IP) bool {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
-		}
-	}
-	return false
 }

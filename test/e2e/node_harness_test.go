@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -279,7 +280,14 @@ func nodeCluster(t *testing.T) (*cluster, *node) {
 	offset := p.output.Len()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("berth up's output while this test ran:\n%s", tail(p.output.since(offset), 300))
+			out := p.output.since(offset)
+			t.Logf("berth up's output while this test ran:\n%s", tail(out, 300))
+			// A recovered panic's line (with its stack) may lie before the tail.
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "Recovered from a panic") {
+					t.Logf("a recovered panic while this test ran:\n%s", line)
+				}
+			}
 		}
 	})
 	return nodeShared.c, nodeShared.node

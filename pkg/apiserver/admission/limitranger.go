@@ -7,16 +7,21 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/utils/lru"
 )
 
 // LimitRangerPluginName is the name Kubernetes gives this plugin.
@@ -27,7 +32,7 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 
 func registerLimitRanger(plugins *admission.Plugins) {
 	plugins.Register(LimitRangerPluginName, func(io.Reader) (admission.Interface, error) {
-		return &limitRanger{Handler: admission.NewHandler(admission.Create, admission.Update)}, nil
+		return newLimitRanger(), nil
 	})
 }
 
@@ -37,16 +42,38 @@ func registerLimitRanger(plugins *admission.Plugins) {
 // max and maxLimitRequestRatio of the Container and Pod limits, and a PVC's storage request
 // within the PersistentVolumeClaim limit (Validate). Pods are checked on create and on
 // pods/resize.
+//
+// When the informer holds no LimitRange for the namespace it asks the API server itself, and
+// keeps that answer for liveTTL, as kube-apiserver's plugin does: a pod created just after
+// its namespace's LimitRange, before the informer saw it, gets the defaults all the same.
 type limitRanger struct {
 	*admission.Handler
 	lister corelisters.LimitRangeLister
+	client kubernetes.Interface
+	live   *lru.Cache // namespace → liveLookup
+	group  singleflight.Group
+}
+
+func newLimitRanger() *limitRanger {
+	return &limitRanger{Handler: admission.NewHandler(admission.Create, admission.Update), live: lru.New(10000)}
+}
+
+// liveTTL is how long a live lookup's answer stands (kube-apiserver's 30 s).
+const liveTTL = 30 * time.Second
+
+type liveLookup struct {
+	expiry time.Time
+	items  []*corev1.LimitRange
 }
 
 var (
 	_ admission.MutationInterface                                  = &limitRanger{}
 	_ admission.ValidationInterface                                = &limitRanger{}
 	_ genericadmissioninitializer.WantsExternalKubeInformerFactory = &limitRanger{}
+	_ genericadmissioninitializer.WantsExternalKubeClientSet       = &limitRanger{}
 )
+
+func (l *limitRanger) SetExternalKubeClientSet(c kubernetes.Interface) { l.client = c }
 
 func (l *limitRanger) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
 	informer := f.Core().V1().LimitRanges()
@@ -57,6 +84,9 @@ func (l *limitRanger) SetExternalKubeInformerFactory(f informers.SharedInformerF
 func (l *limitRanger) ValidateInitialization() error {
 	if l.lister == nil {
 		return errors.New("missing limitRange lister")
+	}
+	if l.client == nil {
+		return errors.New("missing client")
 	}
 	return nil
 }
@@ -77,7 +107,7 @@ func (l *limitRanger) applies(a admission.Attributes) bool {
 	return false
 }
 
-func (l *limitRanger) ranges(a admission.Attributes) ([]*corev1.LimitRange, error) {
+func (l *limitRanger) ranges(ctx context.Context, a admission.Attributes) ([]*corev1.LimitRange, error) {
 	if !l.WaitForReady() {
 		return nil, admission.NewForbidden(a, errors.New("not yet ready to handle request"))
 	}
@@ -85,13 +115,43 @@ func (l *limitRanger) ranges(a admission.Attributes) ([]*corev1.LimitRange, erro
 	if err != nil {
 		return nil, admission.NewForbidden(a, fmt.Errorf("unable to %s %v at this time because there was an error enforcing limit ranges", a.GetOperation(), a.GetResource()))
 	}
+	if len(items) == 0 {
+		if items, err = l.liveLookup(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	// The same order each time, so that a pod's annotation reads the same.
 	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
 	return items, nil
 }
 
+// liveLookup lists the namespace's LimitRanges from the API server, at most once per liveTTL
+// and once at a time per namespace.
+func (l *limitRanger) liveLookup(ctx context.Context, a admission.Attributes) ([]*corev1.LimitRange, error) {
+	ns := a.GetNamespace()
+	if e, ok := l.live.Get(ns); ok && e.(liveLookup).expiry.After(time.Now()) {
+		return e.(liveLookup).items, nil
+	}
+	e, err, _ := l.group.Do(ns, func() (any, error) {
+		list, err := l.client.CoreV1().LimitRanges(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, admission.NewForbidden(a, err)
+		}
+		entry := liveLookup{expiry: time.Now().Add(liveTTL)}
+		for i := range list.Items {
+			entry.items = append(entry.items, &list.Items[i])
+		}
+		l.live.Add(ns, entry)
+		return entry, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.(liveLookup).items, nil
+}
+
 // Admit sets the default requests and limits of a new pod's containers.
-func (l *limitRanger) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (l *limitRanger) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !l.applies(a) || a.GetResource().Resource != "pods" || a.GetSubresource() != "" {
 		return nil
 	}
@@ -99,7 +159,7 @@ func (l *limitRanger) Admit(_ context.Context, a admission.Attributes, _ admissi
 	if !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("expected *v1.Pod but got %T", a.GetObject()))
 	}
-	items, err := l.ranges(a)
+	items, err := l.ranges(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -110,11 +170,11 @@ func (l *limitRanger) Admit(_ context.Context, a admission.Attributes, _ admissi
 }
 
 // Validate checks the pod or PVC against every LimitRange of its namespace.
-func (l *limitRanger) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (l *limitRanger) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !l.applies(a) {
 		return nil
 	}
-	items, err := l.ranges(a)
+	items, err := l.ranges(ctx, a)
 	if err != nil {
 		return err
 	}
