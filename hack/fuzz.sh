@@ -26,6 +26,7 @@ targets=(
   "./pkg/node/config FuzzStaticPodManifest"
   "./pkg/node FuzzLoadKubeletConfiguration"
   "./pkg/scheduler/config FuzzLoadSchedulerConfig"
+  "./pkg/dns FuzzServeDNS"
 )
 
 # A target someone added without listing it here would never be fuzzed.
