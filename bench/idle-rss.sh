@@ -11,7 +11,8 @@
 set -euo pipefail
 bin=$1; shift
 dir=$(mktemp -d /tmp/idle-rss.XXXXXX)
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+# berth down --cleanup: the pod bridge and the service proxy's table go with the run.
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; "$bin" down --cleanup --data-dir "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 sync; echo 3 > /proc/sys/vm/drop_caches
 "$bin" up --data-dir "$dir" --port 16443 --etcd-client-port 12379 --scheduler-health-address "" "$@" >"$dir/log" 2>&1 &
 pid=$!

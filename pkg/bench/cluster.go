@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-cluster/berth/pkg/cluster"
 )
 
 // target is the cluster a scenario loads.
@@ -29,6 +31,9 @@ type target struct {
 	// child is the `berth up` process the scenario started, or nil.
 	child *child
 	dir   string
+	// node: the child runs a node agent, whose pods, bridge and service proxy rules stop
+	// leaves behind (as berth up's do) and berth down --cleanup's code removes.
+	node bool
 }
 
 // connect returns a target for kubeconfig, or starts a cluster (without a node agent) when
@@ -104,7 +109,7 @@ func startCluster(ctx context.Context, withNode bool) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting berth up: %w", err)
 	}
-	t := &target{child: up, dir: dir}
+	t := &target{child: up, dir: dir, node: withNode}
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if _, err := os.Stat(kubeconfig); err != nil {
@@ -139,6 +144,13 @@ func (t *target) stop() {
 		return
 	}
 	t.child.stop(30 * time.Second)
+	if t.node {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := cluster.Cleanup(ctx, t.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "cleaning up after the benchmark's node: %v\n", err)
+		}
+	}
 	os.RemoveAll(t.dir)
 }
 
