@@ -84,6 +84,20 @@ func parseServiceRanges(c Config) ([]netip.Prefix, utilnet.PortRange, error) {
 	return cidrs, ports, nil
 }
 
+// KubernetesServiceIPs are the kubernetes Service's cluster IPs for --service-cluster-ip-range
+// ranges ("" its default), one per range: what the serving certificate must cover.
+func KubernetesServiceIPs(ranges string) ([]net.IP, error) {
+	cidrs, _, err := parseServiceRanges(Config{ServiceClusterIPRange: ranges})
+	if err != nil {
+		return nil, err
+	}
+	ips := make([]net.IP, 0, len(cidrs))
+	for _, cidr := range cidrs {
+		ips = append(ips, net.IP(kubernetesservice.ServiceIP(cidr).AsSlice()))
+	}
+	return ips, nil
+}
+
 // rawStorage is the etcd storage of a resource that is not served, under prefix.
 func rawStorage(getter generic.RESTOptionsGetter, gr schema.GroupResource, prefix string, newFunc, newList func() runtime.Object) (storage.Interface, factory.DestroyFunc, error) {
 	opts, err := getter.GetRESTOptions(gr, newFunc())

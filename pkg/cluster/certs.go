@@ -3,10 +3,8 @@ package cluster
 import (
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/berth-cluster/berth/pkg/apiserver"
 	"github.com/berth-cluster/berth/pkg/cluster/pki"
@@ -35,7 +33,7 @@ func ensureControlPlaneCerts(dir, serviceIPRanges string) (*controlPlaneCerts, e
 	}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	ips = append(ips, hostIPs()...)
-	kubernetesIPs, err := kubernetesServiceIPs(serviceIPRanges)
+	kubernetesIPs, err := apiserver.KubernetesServiceIPs(serviceIPRanges)
 	if err != nil {
 		return nil, err
 	}
@@ -65,22 +63,4 @@ func hostIPs() []net.IP {
 		}
 	}
 	return ips
-}
-
-// kubernetesServiceIPs are the first addresses of the service ranges, the kubernetes
-// Service's cluster IPs (10.96.0.1 by default), as kube-apiserver adds them to its
-// certificate.
-func kubernetesServiceIPs(ranges string) ([]net.IP, error) {
-	if strings.TrimSpace(ranges) == "" {
-		ranges = apiserver.DefaultServiceClusterIPRange
-	}
-	var ips []net.IP
-	for part := range strings.SplitSeq(ranges, ",") {
-		p, err := netip.ParsePrefix(strings.TrimSpace(part))
-		if err != nil {
-			return nil, fmt.Errorf("--service-cluster-ip-range %q: %w", ranges, err)
-		}
-		ips = append(ips, net.IP(p.Masked().Addr().Next().AsSlice()))
-	}
-	return ips, nil
 }
