@@ -85,9 +85,9 @@ type Config struct {
 	// kubelet's fixed period).
 	ImageGCPeriod time.Duration
 	// ReplaceKubernetesService makes the stand-in (APIServer) win over the kubernetes Service
-	// for containers' KUBERNETES_SERVICE_HOST/PORT: `berth up` sets it while its node agent
-	// runs no service proxy, so that the Service's cluster IP, which nothing routes, is not
-	// what in-cluster clients dial. Off, the real Service wins, as on the kubelet.
+	// for containers' KUBERNETES_SERVICE_HOST/PORT: for a node whose cluster IPs nothing
+	// routes (no service proxy on the machine). Off, the real Service wins, as on the kubelet
+	// (berth up, whose service proxy routes it).
 	ReplaceKubernetesService bool
 	// APIServer is the API server's URL as the node's kubeconfig names it (Run sets it).
 	// While the cluster has no kubernetes Service, containers' KUBERNETES_SERVICE_HOST/PORT

@@ -139,8 +139,16 @@ func (n *node) cleanup() error {
 	return err
 }
 
-// freePodCIDR is a random 10.x.y.0/24 that no interface's address overlaps.
-func freePodCIDR() (string, error) {
+// freePodCIDR is a random 10.x.y.0/24 of 10.64.0.0/10 that no interface's address overlaps
+// and no other node of this run has.
+func freePodCIDR() (string, error) { return freeCIDR(64, "pod CIDR") }
+
+// freeServiceRange is a 10.x.y.0/24 of 10.128.0.0/10, away from the pod CIDRs, that no
+// interface's address overlaps and no other cluster of this run has.
+func freeServiceRange() (string, error) { return freeCIDR(128, "service range") }
+
+// freeCIDR is a random free 10.x.y.0/24 with x in [second, second+64).
+func freeCIDR(second int, what string) (string, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return "", err
@@ -149,7 +157,7 @@ func freePodCIDR() (string, error) {
 	defer portsMu.Unlock()
 	for range 1000 {
 		n, _ := rand.Int(rand.Reader, big.NewInt(1<<14))
-		v := 64<<8 + int(n.Int64())
+		v := second<<8 + int(n.Int64())
 		cidr := fmt.Sprintf("10.%d.%d.0/24", v>>8, v&0xff)
 		_, ipnet, _ := net.ParseCIDR(cidr)
 		free := !cidrsGiven[cidr]
@@ -163,38 +171,10 @@ func freePodCIDR() (string, error) {
 			return cidr, nil
 		}
 	}
-	return "", errors.New("no free pod CIDR")
+	return "", errors.New("no free " + what)
 }
 
 var cidrsGiven = map[string]bool{}
-
-// freeServiceRange is a 10.x.y.0/24 of 10.128.0.0/10, away from the pod CIDRs
-// (10.64.0.0/10), that no interface's address overlaps and no other cluster of this run has.
-func freeServiceRange() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 1000 {
-		n, _ := rand.Int(rand.Reader, big.NewInt(1<<14))
-		v := 128<<8 + int(n.Int64())
-		cidr := fmt.Sprintf("10.%d.%d.0/24", v>>8, v&0xff)
-		_, ipnet, _ := net.ParseCIDR(cidr)
-		free := !cidrsGiven[cidr]
-		for _, a := range addrs {
-			if in, ok := a.(*net.IPNet); ok && (ipnet.Contains(in.IP) || in.Contains(ipnet.IP)) {
-				free = false
-			}
-		}
-		if free {
-			cidrsGiven[cidr] = true
-			return cidr, nil
-		}
-	}
-	return "", errors.New("no free service range")
-}
 
 // nodePortRanges counts the node port ranges given: 100 ports each, in turn through
 // 30000-32699, so that the clusters alive at once (far fewer than 27) never share one.

@@ -82,24 +82,7 @@ spec:
 	c.waitPhase(t, ns, "reader", "Succeeded")
 
 	// port-forward: a local port reaches the pod's server.
-	pf, err := startProcess("kubectl port-forward", kubectlBin, "--kubeconfig", c.kubeconfig(), "port-forward", "-n", ns, "pod/web", ":http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pf.kill)
-	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
-	var localPort int
-	eventually(t, 30*time.Second, "kubectl port-forward to listen", func() bool {
-		if m := forwarding.FindStringSubmatch(pf.stdout.String()); m != nil {
-			localPort, _ = strconv.Atoi(m[1])
-			return true
-		}
-		if pf.exited() {
-			t.Fatalf("kubectl port-forward exited: %v\n%s", pf.err, pf.output.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-		return false
-	})
+	localPort, pf := c.portForward(t, ns, "pod/web", ":http", 8080)
 	for i := 0; i < 2; i++ { // two connections over one forward
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", localPort))
 		if err != nil {
@@ -134,4 +117,30 @@ spec:
 			t.Errorf("GET %s without a client certificate: %d, want 401", path, resp.StatusCode)
 		}
 	}
+}
+
+// portForward runs kubectl port-forward to target (pod/NAME or svc/NAME) with ports
+// (":http", ":80") until the test ends, and returns the local port once kubectl says it
+// forwards to the pod's remotePort.
+func (c *cluster) portForward(t *testing.T, ns, target, ports string, remotePort int) (int, *process) {
+	t.Helper()
+	pf, err := startProcess("kubectl port-forward", kubectlBin, "--kubeconfig", c.kubeconfig(), "port-forward", "-n", ns, target, ports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pf.kill)
+	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> ` + strconv.Itoa(remotePort))
+	var localPort int
+	eventually(t, 30*time.Second, "kubectl port-forward "+target+" to listen", func() bool {
+		if m := forwarding.FindStringSubmatch(pf.stdout.String()); m != nil {
+			localPort, _ = strconv.Atoi(m[1])
+			return true
+		}
+		if pf.exited() {
+			t.Fatalf("kubectl port-forward exited: %v\n%s", pf.err, pf.output.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+	return localPort, pf
 }

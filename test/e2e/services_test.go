@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -300,25 +299,8 @@ spec:
 	if out := c.must(t, "get", "--raw", "/api/v1/namespaces/"+ns+"/services/web:http/proxy/hostname"); !slices.Contains(all, out) {
 		t.Errorf("services/proxy answered %q, want one of %v", out, all)
 	}
-	pf, err := startProcess("kubectl port-forward", kubectlBin, "--kubeconfig", c.kubeconfig(), "port-forward", "-n", ns, "svc/web", ":80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pf.kill)
-	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
-	var localPort string
-	eventually(t, 30*time.Second, "kubectl port-forward svc/web to listen", func() bool {
-		if m := forwarding.FindStringSubmatch(pf.stdout.String()); m != nil {
-			localPort = m[1]
-			return true
-		}
-		if pf.exited() {
-			t.Fatalf("kubectl port-forward exited: %v\n%s", pf.err, pf.output.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-		return false
-	})
-	if body, err := fromHost("http://127.0.0.1:" + localPort + "/hostname")(); err != nil || !slices.Contains(all, body) {
+	localPort, _ := c.portForward(t, ns, "svc/web", ":80", 8080)
+	if body, err := fromHost(fmt.Sprintf("http://127.0.0.1:%d/hostname", localPort))(); err != nil || !slices.Contains(all, body) {
 		t.Errorf("GET through kubectl port-forward svc/web: %q, %v", body, err)
 	}
 	if out := c.must(t, "get", "--raw", "/api/v1/namespaces/"+ns+"/pods/web-1:8080/proxy/hostname"); out != "web-1" {
