@@ -1,6 +1,7 @@
-// Package proxy is the node agent's service proxy: kube-proxy's nftables mode, run by every
-// berth node agent beside the pod's flow (DESIGN.md). Once the EndpointSlice controller has
-// published a pod as a Service's endpoint, this package makes the node's kernel send the
+// Package proxy is the node's service proxy: kube-proxy's nftables mode, which berth up runs
+// beside its node agent as a component of its own (system:kube-proxy, as kubeadm runs
+// kube-proxy; cmd/berth/proxy.go), outside the pod's flow. Once the EndpointSlice controller
+// has published a pod as a Service's endpoint, this package makes the node's kernel send the
 // Service's traffic (ClusterIP, external IPs, load balancer IPs, NodePorts) to it: it watches
 // Services, discovery.k8s.io/v1 EndpointSlices and its own Node (for topology hints), and
 // writes the rules through sigs.k8s.io/knftables, which drives the nft binary.
