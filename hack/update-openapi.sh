@@ -16,6 +16,9 @@ GOFLAGS=-mod=mod go run k8s.io/kube-openapi/cmd/openapi-gen \
   --go-header-file hack/boilerplate.go.txt \
   --report-filename "$report" \
   k8s.io/api/core/v1 \
+  k8s.io/api/apps/v1 \
+  k8s.io/api/batch/v1 \
+  k8s.io/api/autoscaling/v1 \
   k8s.io/api/coordination/v1 \
   k8s.io/api/events/v1 \
   k8s.io/api/scheduling/v1 \

@@ -9,8 +9,11 @@
 package scheme
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -36,9 +39,14 @@ var (
 	ParameterCodec = runtime.NewParameterCodec(Scheme)
 )
 
-// GroupVersions are the API versions berth serves, in the order of discovery.
+// GroupVersions are the API versions of the scheme, in the order of discovery: those served
+// (servedGroupVersions) and those whose types only travel in subresource bodies (autoscaling/v1
+// Scale, policy/v1 Eviction until PodDisruptionBudgets are served).
 var GroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
+	appsv1.SchemeGroupVersion,
+	batchv1.SchemeGroupVersion,
+	autoscalingv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
 	schedulingv1.SchemeGroupVersion,
@@ -53,6 +61,9 @@ var GroupVersions = []schema.GroupVersion{
 
 func init() {
 	utilruntime.Must(corev1.AddToScheme(Scheme))
+	utilruntime.Must(appsv1.AddToScheme(Scheme))
+	utilruntime.Must(batchv1.AddToScheme(Scheme))
+	utilruntime.Must(autoscalingv1.AddToScheme(Scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(eventsv1.AddToScheme(Scheme))
 	utilruntime.Must(schedulingv1.AddToScheme(Scheme))
@@ -112,7 +123,7 @@ var External = runtime.NewScheme()
 
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme, rbacv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme,
 	} {
