@@ -30,21 +30,25 @@ type goImage struct {
 
 // goProgramImage builds test/e2e/<name> statically and returns the image <name>:e2e that
 // holds it as /<name>.
-func goProgramImage(t *testing.T, name string) string {
+func goProgramImage(t *testing.T, name string) string { return goProgramImageTag(t, name, "e2e") }
+
+// goProgramImageTag is goProgramImage under another tag: the same program as another image
+// reference, for a rollout from one image to the next.
+func goProgramImageTag(t *testing.T, name, tag string) string {
 	t.Helper()
 	host := registryHost(t)
 	goImages.Lock()
 	if goImages.built == nil {
 		goImages.built = map[string]*goImage{}
 	}
-	img, ok := goImages.built[name]
+	img, ok := goImages.built[name+":"+tag]
 	if !ok {
 		img = &goImage{}
-		goImages.built[name] = img
+		goImages.built[name+":"+tag] = img
 	}
 	goImages.Unlock()
 	img.once.Do(func() {
-		bin := filepath.Join(workDir, "bin", name)
+		bin := filepath.Join(workDir, "bin", name+"-"+tag)
 		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./test/e2e/"+name)
 		cmd.Dir = moduleRoot
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -62,9 +66,9 @@ func goProgramImage(t *testing.T, name string) string {
 			image, err = testimage.AddFile(image, "/"+name, 0o755, data)
 		}
 		if err == nil {
-			err = testimage.Push(host, name+":e2e", image)
+			err = testimage.Push(host, name+":"+tag, image)
 		}
-		img.ref, img.err = host+"/"+name+":e2e", err
+		img.ref, img.err = host+"/"+name+":"+tag, err
 	})
 	if img.err != nil {
 		t.Fatalf("the image of test/e2e/%s: %v", name, img.err)

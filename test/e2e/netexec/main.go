@@ -12,7 +12,9 @@
 // resolv.conf: search path, ndots), prints the addresses one per line and exits. With
 // --get URL it prints URL's body and exits, 1 on an error or a status other than 200 (a
 // refused connection says "connection refused"), within --timeout, trusting --ca-file's
-// certificates for https.
+// certificates for https. With --poll URL it also GETs URL every --interval, each time on a
+// new connection, and serves the counts of answers and failures at /poll (the rollout tests'
+// client: a Service must answer every request while its pods are replaced).
 package main
 
 import (
@@ -37,6 +39,8 @@ func main() {
 	get := flag.String("get", "", "GET this URL, print the body and exit")
 	timeout := flag.Duration("timeout", 5*time.Second, "how long --get may take")
 	caFile := flag.String("ca-file", "", "with --get: trust only this PEM bundle")
+	poll := flag.String("poll", "", "GET this URL every --interval while serving, counting failures")
+	interval := flag.Duration("interval", 100*time.Millisecond, "how often --poll asks")
 	flag.Parse()
 	if *get != "" {
 		client := &http.Client{Timeout: *timeout}
@@ -117,6 +121,62 @@ func main() {
 		fmt.Fprintf(w, "{%q: %q}\n", "Hostname", name)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {})
+	if *poll != "" {
+		p := &poller{}
+		go p.run(*poll, *interval, *timeout)
+		mux.HandleFunc("/poll", p.serve)
+	}
 	log.Printf("serving on :%d", *port)
 	log.Fatal(http.ListenAndServe(fmt.Sprintf(":%d", *port), mux))
+}
+
+// poller counts the answers of one URL. Its report, at /poll, is one line:
+// "ok N failed M" followed by the last failures, one a line.
+type poller struct {
+	mu       sync.Mutex
+	ok, fail int
+	last     []string
+}
+
+func (p *poller) run(url string, interval, timeout time.Duration) {
+	// No kept-alive connections: each request goes through the Service's load balancing
+	// again, as a new client's would.
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	for range time.Tick(interval) {
+		err := func() error {
+			resp, err := client.Get(url)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if _, err := io.ReadAll(resp.Body); err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %s", resp.Status)
+			}
+			return nil
+		}()
+		p.mu.Lock()
+		if err == nil {
+			p.ok++
+		} else {
+			p.fail++
+			p.last = append(p.last, time.Now().Format(time.RFC3339Nano)+" "+err.Error())
+			if len(p.last) > 10 {
+				p.last = p.last[1:]
+			}
+			log.Printf("poll %s: %v", url, err)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *poller) serve(w http.ResponseWriter, _ *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(w, "ok %d failed %d\n", p.ok, p.fail)
+	for _, l := range p.last {
+		fmt.Fprintln(w, l)
+	}
 }
