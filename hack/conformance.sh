@@ -9,8 +9,9 @@
 #
 # --target upstream (the default): upstream etcd and kube-apiserver, with berth node,
 #   berth scheduler and berth controllers joined to them. The yardstick of berth's node agent
-#   and scheduler. The ServiceAccount admission plugin is off until berth's node agent
-#   projects service-account tokens.
+#   and scheduler. kube-apiserver runs as kubeadm configures it: its default admission plugins
+#   (ServiceAccount among them) and NodeRestriction. Upstream has no service proxy or DNS
+#   here, so the network tests that need them fail on this target.
 # --target berth: berth up alone, its node at this machine's address (as berth node is for
 #   upstream), its cluster DNS answering before the suite starts. berth serves no
 #   ReplicationControllers or ReplicaSets yet (the workloads issue), which the suite's
