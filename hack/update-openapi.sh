@@ -22,6 +22,7 @@ GOFLAGS=-mod=mod go run k8s.io/kube-openapi/cmd/openapi-gen \
   k8s.io/api/coordination/v1 \
   k8s.io/api/events/v1 \
   k8s.io/api/scheduling/v1 \
+  k8s.io/api/scheduling/v1alpha3 \
   k8s.io/api/policy/v1 \
   k8s.io/api/authentication/v1 \
   k8s.io/api/authorization/v1 \

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"net/http"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -23,12 +26,19 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/controllerrevision"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/daemonset"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/deployment"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/replicaset"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/statefulset"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/localsubjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/selfsubjectaccessreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/selfsubjectrulesreview"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/authorization/subjectaccessreview"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/batch/cronjob"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/batch/job"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/coordination/lease"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
@@ -36,8 +46,11 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/limitrange"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/persistentvolume"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/persistentvolumeclaim"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/podtemplate"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/replicationcontroller"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
@@ -45,6 +58,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/ipaddress"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/networking/servicecidr"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/node/runtimeclass"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/policy/poddisruptionbudget"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrole"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/clusterrolebinding"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/rbac/escalation"
@@ -76,7 +90,13 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 		svcNet.close()
 		return err
 	}
-	core, err := coreStorage(getter, kubelet, tokens, svcNet, slices.Store)
+	// pods/eviction spends PodDisruptionBudgets through their store: it comes before the pods.
+	pdbs, err := poddisruptionbudget.NewStorage(getter)
+	if err != nil {
+		svcNet.close()
+		return err
+	}
+	core, err := coreStorage(getter, kubelet, tokens, svcNet, slices.Store, pdbs.Budgets())
 	if err != nil {
 		svcNet.close()
 		return err
@@ -109,6 +129,14 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	if err != nil {
 		return err
 	}
+	apps, err := appsStorage(getter)
+	if err != nil {
+		return err
+	}
+	batchStorage, err := batchStorage(getter)
+	if err != nil {
+		return err
+	}
 	groups := []struct {
 		group, version string
 		storage        map[string]rest.Storage
@@ -127,12 +155,18 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 		{eventsv1.GroupName, "v1", map[string]rest.Storage{"events": events}},
 		{schedulingv1.GroupName, "v1", map[string]rest.Storage{"priorityclasses": priorityClasses}},
 		{rbacv1.GroupName, "v1", rbacStorage},
+		{appsv1.GroupName, "v1", apps},
 		{discoveryv1.GroupName, "v1", map[string]rest.Storage{"endpointslices": slices}},
 		{nodev1.GroupName, "v1", map[string]rest.Storage{"runtimeclasses": runtimeClasses}},
 		{networkingv1.GroupName, "v1", map[string]rest.Storage{
 			"ipaddresses":         ipAddresses,
 			"servicecidrs":        serviceCIDRs.ServiceCIDR,
 			"servicecidrs/status": serviceCIDRs.Status,
+		}},
+		{batchv1.GroupName, "v1", batchStorage},
+		{policyv1.GroupName, "v1", map[string]rest.Storage{
+			"poddisruptionbudgets":        pdbs.PodDisruptionBudget,
+			"poddisruptionbudgets/status": pdbs.Status,
 		}},
 	}
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
@@ -189,7 +223,63 @@ func rbacStorage(getter generic.RESTOptionsGetter, authz authorizer.Authorizer) 
 	}, nil
 }
 
-func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens, svcNet *serviceNetwork, slices *genericregistry.Store) (map[string]rest.Storage, error) {
+// appsStorage builds the apps/v1 workloads' stores and their subresources.
+func appsStorage(getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
+	deployments, err := deployment.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	replicaSets, err := replicaset.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	statefulSets, err := statefulset.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	daemonSets, err := daemonset.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	revisions, err := controllerrevision.NewREST(getter)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]rest.Storage{
+		"deployments":         deployments.Deployment,
+		"deployments/status":  deployments.Status,
+		"deployments/scale":   deployments.Scale,
+		"replicasets":         replicaSets.ReplicaSet,
+		"replicasets/status":  replicaSets.Status,
+		"replicasets/scale":   replicaSets.Scale,
+		"statefulsets":        statefulSets.StatefulSet,
+		"statefulsets/status": statefulSets.Status,
+		"statefulsets/scale":  statefulSets.Scale,
+		"daemonsets":          daemonSets.DaemonSet,
+		"daemonsets/status":   daemonSets.Status,
+		"controllerrevisions": revisions,
+	}, nil
+}
+
+// batchStorage builds the batch/v1 endpoints: jobs and cronjobs with their status.
+func batchStorage(getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
+	jobs, err := job.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	cronJobs, err := cronjob.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]rest.Storage{
+		"jobs":            jobs.Job,
+		"jobs/status":     jobs.Status,
+		"cronjobs":        cronJobs.CronJob,
+		"cronjobs/status": cronJobs.Status,
+	}, nil
+}
+
+func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnection, tokens *serviceAccountTokens, svcNet *serviceNetwork, slices *genericregistry.Store, budgets pod.DisruptionBudgets) (map[string]rest.Storage, error) {
 	pods, err := pod.NewStorage(getter)
 	if err != nil {
 		return nil, err
@@ -234,6 +324,18 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	rcs, err := replicationcontroller.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := persistentvolumeclaim.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
+	volumes, err := persistentvolume.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
 	exec, attach, portForward := pod.NewStreamRESTs(pods.Pod.Store, nodes.Node.Store, kubelet)
 	storage := map[string]rest.Storage{
 		"pods":                     pods.Pod,
@@ -244,7 +346,7 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"pods/resize":              pod.NewResizeREST(pods.Pod.Store, nodes.Node.Store),
 		"pods/ephemeralcontainers": pod.NewEphemeralContainersREST(pods.Pod.Store),
 		"pods/binding":             pods.Binding,
-		"pods/eviction":            pods.Eviction,
+		"pods/eviction":            pod.NewEvictionREST(pods.Pod.Store, budgets),
 		"pods/log":                 pod.NewLogREST(pods.Pod.Store, nodes.Node.Store, kubelet),
 		"pods/proxy":               pod.NewProxyREST(pods.Pod.Store, proxyTransport),
 		"bindings":                 pods.LegacyBinding,
@@ -265,6 +367,15 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"endpoints":    eps,
 		"podtemplates": podTemplates,
 		"limitranges":  limitRanges,
+
+		"replicationcontrollers":        rcs.ReplicationController,
+		"replicationcontrollers/status": rcs.Status,
+		"replicationcontrollers/scale":  rcs.Scale,
+
+		"persistentvolumeclaims":        claims.PersistentVolumeClaim,
+		"persistentvolumeclaims/status": claims.Status,
+		"persistentvolumes":             volumes.PersistentVolume,
+		"persistentvolumes/status":      volumes.Status,
 	}
 	if tokens.issuer != nil {
 		storage["serviceaccounts/token"] = serviceaccount.NewTokenREST(serviceAccounts.Store, pods.Pod.Store, secrets.Store, nodes.Node.Store,

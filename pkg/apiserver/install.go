@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -10,14 +12,23 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/daemonset"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/deployment"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/replicaset"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/statefulset"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/batch/cronjob"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/batch/job"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/limitrange"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/namespace"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/node"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/persistentvolume"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/persistentvolumeclaim"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/podtemplate"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/replicationcontroller"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
@@ -47,6 +58,15 @@ func init() {
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
 	addDefaults(s, rolebinding.SetDefaults, func(l *rbacv1.RoleBindingList) []rbacv1.RoleBinding { return l.Items })
 	addDefaults(s, clusterrolebinding.SetDefaults, func(l *rbacv1.ClusterRoleBindingList) []rbacv1.ClusterRoleBinding { return l.Items })
+	addDefaults(s, persistentvolumeclaim.SetDefaults, func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })
+	addDefaults(s, persistentvolume.SetDefaults, func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items })
+	// The workloads: apps/v1 is selected by metadata only, as upstream's, RCs also by
+	// status.replicas.
+	addDefaults(s, replicationcontroller.SetDefaults, func(l *corev1.ReplicationControllerList) []corev1.ReplicationController { return l.Items })
+	addDefaults(s, deployment.SetDefaults, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items })
+	addDefaults(s, replicaset.SetDefaults, func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items })
+	addDefaults(s, statefulset.SetDefaults, func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items })
+	addDefaults(s, daemonset.SetDefaults, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items })
 	utilruntime.Must(event.RegisterConversions(s))
 	utilruntime.Must(registerQueryParameterConversions(s))
 
@@ -66,9 +86,20 @@ func init() {
 		{"Endpoints", endpoints.Fields, &corev1.Endpoints{}},
 		{"PodTemplate", podtemplate.Fields, &corev1.PodTemplate{}},
 		{"LimitRange", limitrange.Fields, &corev1.LimitRange{}},
+		{"ReplicationController", replicationcontroller.Fields, &corev1.ReplicationController{}},
+		{"PersistentVolumeClaim", persistentvolumeclaim.Fields, &corev1.PersistentVolumeClaim{}},
+		{"PersistentVolume", persistentvolume.Fields, &corev1.PersistentVolume{}},
 	} {
 		utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind(f.kind), registry.FieldLabelConversion(f.fields, f.zero)))
 	}
+	// batch/v1: Jobs are selected by status.successful too, CronJobs by metadata only.
+	// PodDisruptionBudgets have no defaults (as upstream's policy/v1) and metadata fields only.
+	addDefaults(s, job.SetDefaults, func(l *batchv1.JobList) []batchv1.Job { return l.Items })
+	addDefaults(s, cronjob.SetDefaults, func(l *batchv1.CronJobList) []batchv1.CronJob { return l.Items })
+	batch := batchv1.SchemeGroupVersion
+	utilruntime.Must(s.AddFieldLabelConversionFunc(batch.WithKind("Job"), registry.FieldLabelConversion(job.Fields, &batchv1.Job{})))
+	utilruntime.Must(s.AddFieldLabelConversionFunc(batch.WithKind("CronJob"), registry.FieldLabelConversion(cronjob.Fields, &batchv1.CronJob{})))
+
 	utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind("Event"), event.CoreFieldLabelConversion))
 	utilruntime.Must(s.AddFieldLabelConversionFunc(eventsv1.SchemeGroupVersion.WithKind("Event"), event.EventsFieldLabelConversion))
 }

@@ -13,14 +13,17 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,7 +123,8 @@ type versionProvider struct {
 func (versionProvider) Info() *apimachineryversion.Info { return version.Info() }
 
 // servedGroupVersions are the versions installed; the scheme knows a few more types
-// (policy/v1 Eviction, authentication/v1) that only travel in subresource bodies.
+// (autoscaling/v1 Scale, authentication/v1 TokenRequest) that only travel in subresource
+// bodies. policy/v1 serves PodDisruptionBudgets, and its Eviction is pods/eviction's body.
 var servedGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
@@ -132,6 +136,9 @@ var servedGroupVersions = []schema.GroupVersion{
 	networkingv1.SchemeGroupVersion,
 	discoveryv1.SchemeGroupVersion,
 	nodev1.SchemeGroupVersion,
+	appsv1.SchemeGroupVersion,
+	batchv1.SchemeGroupVersion,
+	policyv1.SchemeGroupVersion,
 }
 
 // New builds the API server.
@@ -156,11 +163,12 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The node authorizer's graph follows the pods (and, once served, PVs and volume
+	// The node authorizer's graph follows the pods and PVs (and, once served, volume
 	// attachments) through the informers admission shares; the generic server starts them.
 	nodeGraph := nodeauth.NewGraph()
 	if _, err := nodeauth.AddGraphEventHandlers(nodeGraph, nodeauth.Informers{
-		Pods: rc.SharedInformerFactory.Core().V1().Pods().Informer(),
+		Pods:              rc.SharedInformerFactory.Core().V1().Pods().Informer(),
+		PersistentVolumes: rc.SharedInformerFactory.Core().V1().PersistentVolumes().Informer(),
 	}); err != nil {
 		return nil, fmt.Errorf("node authorizer: %w", err)
 	}

@@ -1,7 +1,9 @@
 // Package admission holds berth's admission plugins: the "admit" step of a request's path
 // ("decode → default → validate → admit → store") for what Kubernetes does in admission rather
-// than in defaulting — the service account of a pod, its priority, its default tolerations, its RuntimeClass's overhead and scheduling, its LimitRanges' defaults and bounds —
-// and what a node's credentials may write (NodeRestriction).
+// than in defaulting — the service account of a pod, its priority, its default tolerations,
+// its RuntimeClass's overhead and scheduling, its LimitRanges' defaults and bounds, the
+// protection finalizers of claims and volumes, which claims may grow — and what a node's
+// credentials may write (NodeRestriction).
 // NamespaceLifecycle comes from k8s.io/apiserver itself.
 package admission
 
@@ -19,6 +21,8 @@ var Order = []string{
 	NodeRestrictionPluginName,
 	DefaultTolerationSecondsPluginName,
 	PriorityPluginName,
+	StorageObjectInUseProtectionPluginName,
+	PersistentVolumeClaimResizePluginName,
 	RuntimeClassPluginName,
 }
 
@@ -29,6 +33,8 @@ func Register(plugins *admission.Plugins) {
 	registerNodeRestriction(plugins)
 	registerDefaultTolerationSeconds(plugins)
 	registerPriority(plugins)
+	registerStorageObjectInUseProtection(plugins)
+	registerPersistentVolumeClaimResize(plugins)
 	registerRuntimeClass(plugins)
 }
 

@@ -41,7 +41,7 @@ var (
 
 // GroupVersions are the API versions of the scheme, in the order of discovery: those served
 // (servedGroupVersions) and those whose types only travel in subresource bodies (autoscaling/v1
-// Scale, policy/v1 Eviction until PodDisruptionBudgets are served).
+// Scale).
 var GroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	appsv1.SchemeGroupVersion,

@@ -10,6 +10,9 @@
 //     ValidateBinding reproduce Kubernetes' pkg/apis/core/validation rules for
 //     Pods with the same field paths, error types and wording, for the feature
 //     gates that are on by default in v1.37.
+//   - Warnings and TemplateWarnings are what a write of a valid Pod or pod template is
+//     answered with besides (Warning headers: deprecated labels, annotations and volume
+//     types, fractional byte values, clashing ports, ...), upstream's pkg/api/pod rules.
 //
 // The strategy and storage that call these live beside them in this package.
 package pod

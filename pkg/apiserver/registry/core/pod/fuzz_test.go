@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/scheme"
@@ -127,6 +128,10 @@ func FuzzPodDecodeValidate(f *testing.F) {
 			_ = errs.ToAggregate().Error()
 			return
 		}
+		// The API server warns of what it accepted: no valid pod may crash that, nor the same
+		// spec as a workload's template.
+		_ = Strategy.WarningsOnCreate(ctx, pod)
+		_ = TemplateWarnings(field.NewPath("spec", "template"), &corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}, nil)
 		// What was accepted must be storable, and an update that changes nothing is valid.
 		if _, err := runtime.Encode(pb, pod); err != nil {
 			t.Fatalf("a valid pod does not encode: %v", err)
@@ -169,7 +174,9 @@ func validateUpdates(ctx context.Context, newPod, old *corev1.Pod) {
 	_ = Strategy.ValidateUpdate(ctx, main, old).ToAggregate()
 	status := newPod.DeepCopy()
 	StatusStrategy.PrepareForUpdate(ctx, status, old)
-	_ = StatusStrategy.ValidateUpdate(ctx, status, old).ToAggregate()
+	if errs := StatusStrategy.ValidateUpdate(ctx, status, old); len(errs) == 0 {
+		_ = StatusStrategy.WarningsOnUpdate(ctx, status, old)
+	}
 }
 
 // mutatePod is a copy of pod with a few of the changes clients make in an update, some

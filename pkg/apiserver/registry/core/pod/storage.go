@@ -8,12 +8,12 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry"
 )
 
-// Storage holds the endpoints of pods.
+// Storage holds the endpoints of pods. pods/eviction, which needs the budgets' store too, is
+// NewEvictionREST.
 type Storage struct {
-	Pod      *registry.Resource
-	Status   *registry.SubresourceREST
-	Binding  *BindingREST
-	Eviction *EvictionREST
+	Pod     *registry.Resource
+	Status  *registry.SubresourceREST
+	Binding *BindingREST
 	// LegacyBinding is the old /bindings resource.
 	LegacyBinding *LegacyBindingREST
 }
@@ -38,7 +38,6 @@ func NewStorage(getter generic.RESTOptionsGetter) (*Storage, error) {
 		Pod:           &registry.Resource{Store: store, Short: []string{"po"}, InCategories: []string{"all"}},
 		Status:        registry.NewSubresourceREST(store, StatusStrategy),
 		Binding:       binding,
-		Eviction:      &EvictionREST{store: store},
 		LegacyBinding: &LegacyBindingREST{binding: binding},
 	}, nil
 }

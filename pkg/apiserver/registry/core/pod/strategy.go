@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -59,6 +61,24 @@ func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return ValidatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
+}
+
+// WarningsOnCreate warns of a name that is no DNS label (the pod's hostname comes from it),
+// then of the pod's own warnings.
+func (strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	pod := obj.(*corev1.Pod)
+	var warnings []string
+	if msgs := validation.IsDNS1123Label(pod.Name); len(msgs) != 0 {
+		warnings = append(warnings, fmt.Sprintf("metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
+	}
+	return append(warnings, Warnings(pod, nil)...)
+}
+
+// WarningsOnUpdate warns of nothing, as upstream: people seldom write pods by hand once they
+// run, and updates (of labels, annotations, images) are frequent enough that the checks
+// would cost more than they tell.
+func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
 }
 
 func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
@@ -114,6 +134,19 @@ func (statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 
 func (statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return ValidatePodStatusUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
+}
+
+// WarningsOnUpdate warns of pod and host IPs reported in a form that is not canonical.
+func (statusStrategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+	pod := obj.(*corev1.Pod)
+	var warnings []string
+	for i, ip := range pod.Status.PodIPs {
+		warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "podIPs").Index(i).Child("ip"), ip.IP)...)
+	}
+	for i, ip := range pod.Status.HostIPs {
+		warnings = append(warnings, validation.GetWarningsForIP(field.NewPath("status", "hostIPs").Index(i).Child("ip"), ip.IP)...)
+	}
+	return warnings
 }
 
 func (statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {

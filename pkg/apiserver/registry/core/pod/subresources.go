@@ -5,12 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
@@ -92,85 +89,6 @@ func (r *BindingREST) assign(ctx context.Context, b *corev1.Binding, dryRun bool
 		}), dryRun, nil)
 }
 
-// EvictionREST serves pods/eviction: a polite delete, which records why the pod goes.
-// berth serves no PodDisruptionBudgets, so no budget ever refuses an eviction.
-type EvictionREST struct {
-	store *genericregistry.Store
-}
-
-var _ rest.NamedCreater = &EvictionREST{}
-
-// New returns an empty Eviction.
-func (r *EvictionREST) New() runtime.Object { return &policyv1.Eviction{} }
-
-// Destroy does nothing: the pods store owns the storage.
-func (r *EvictionREST) Destroy() {}
-
-// Create evicts the pod named in the URL.
-func (r *EvictionREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	eviction, ok := obj.(*policyv1.Eviction)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not an Eviction object: %T", obj))
-	}
-	if name != eviction.Name {
-		return nil, apierrors.NewBadRequest("name in URL does not match name in Eviction object")
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, eviction.DeepCopyObject()); err != nil {
-			return nil, err
-		}
-	}
-	deleteOptions := eviction.DeleteOptions
-	if deleteOptions == nil {
-		deleteOptions = &metav1.DeleteOptions{}
-	}
-	deleteOptions = deleteOptions.DeepCopy()
-	deleteOptions.DryRun = options.DryRun
-	if err := r.markDisruptionTarget(ctx, name, deleteOptions); err != nil {
-		return nil, err
-	}
-	if _, _, err := r.store.Delete(ctx, name, rest.ValidateAllObjectFunc, deleteOptions); err != nil {
-		return nil, err
-	}
-	return &metav1.Status{Status: metav1.StatusSuccess, Code: 201}, nil
-}
-
-// markDisruptionTarget adds the DisruptionTarget condition, as Kubernetes does before it
-// deletes an evicted pod that is still running, so that controllers can tell why it went.
-func (r *EvictionREST) markDisruptionTarget(ctx context.Context, name string, options *metav1.DeleteOptions) error {
-	key, err := r.store.KeyFunc(ctx, name)
-	if err != nil {
-		return err
-	}
-	var uid *types.UID
-	if options.Preconditions != nil {
-		uid = options.Preconditions.UID
-	}
-	err = r.store.Storage.GuaranteedUpdate(ctx, key, &corev1.Pod{}, false, &storage.Preconditions{UID: uid},
-		storage.SimpleUpdate(func(obj runtime.Object) (runtime.Object, error) {
-			pod := obj.(*corev1.Pod)
-			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
-				return nil, errNothingToMark
-			}
-			SetCondition(&pod.Status, corev1.PodCondition{
-				Type:    corev1.DisruptionTarget,
-				Status:  corev1.ConditionTrue,
-				Reason:  "EvictionByEvictionAPI",
-				Message: "Eviction API: evicting",
-			})
-			return pod, nil
-		}), len(options.DryRun) > 0, nil)
-	if err == errNothingToMark {
-		return nil
-	}
-	if err != nil {
-		return storeerr.InterpretUpdateError(storeerr.InterpretGetError(err, corev1.Resource("pods"), name), corev1.Resource("pods"), name)
-	}
-	return nil
-}
-
-var errNothingToMark = fmt.Errorf("nothing to mark")
-
 // SetCondition sets a condition on a pod status: a change of status moves lastTransitionTime,
 // a repeat keeps it.
 func SetCondition(status *corev1.PodStatus, c corev1.PodCondition) {
@@ -221,10 +139,4 @@ func (r *LegacyBindingREST) Create(ctx context.Context, obj runtime.Object, crea
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a Binding object: %T", obj))
 	}
 	return r.binding.Create(ctx, binding.Name, obj, createValidation, options)
-}
-
-// GroupVersionKind says that pods/eviction takes a policy/v1 Eviction, although it is a
-// subresource of the core group.
-func (r *EvictionREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return policyv1.SchemeGroupVersion.WithKind("Eviction")
 }

@@ -66,13 +66,29 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	t := obj.(*corev1.PodTemplate)
 	errs := apivalidation.ValidateObjectMeta(&t.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(errs, pod.ValidatePodTemplateSpec(&t.Template, field.NewPath("template"))...)
+	return append(errs, pod.ValidatePodTemplateSpec(&t.Template, templatePath)...)
 }
 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	t, o := obj.(*corev1.PodTemplate), old.(*corev1.PodTemplate)
 	errs := apivalidation.ValidateObjectMetaUpdate(&t.ObjectMeta, &o.ObjectMeta, field.NewPath("metadata"))
-	return append(errs, pod.ValidatePodTemplateSpec(&t.Template, field.NewPath("template"))...)
+	return append(errs, pod.ValidatePodTemplateSpec(&t.Template, templatePath)...)
+}
+
+var templatePath = field.NewPath("template")
+
+// WarningsOnCreate warns of the template's warnings.
+func (strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return pod.TemplateWarnings(templatePath, &obj.(*corev1.PodTemplate).Template, nil)
+}
+
+// WarningsOnUpdate warns of the template's warnings when the update changed it.
+func (strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	t, o := obj.(*corev1.PodTemplate), old.(*corev1.PodTemplate)
+	if t.Generation == o.Generation {
+		return nil
+	}
+	return pod.TemplateWarnings(templatePath, &t.Template, &o.Template)
 }
 
 // Fields are the fields PodTemplates can be selected by: metadata only.
