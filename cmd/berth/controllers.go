@@ -7,20 +7,23 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-cluster/berth/pkg/controllers"
+	"github.com/berth-cluster/berth/pkg/controllers/podgc"
 )
 
 func newControllersCommand() *cobra.Command {
 	var kubeconfigPath string
 	var opts controllers.Options
+	var podGCThreshold int
 	cmd := &cobra.Command{
 		Use:   "controllers",
-		Short: "Run the controllers (namespaces, service accounts, the root CA publisher, node taints, ClusterRole aggregation) against an API server",
+		Short: "Run the controllers (namespaces, service accounts, endpoints, workloads, garbage collection, ...) against an API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			config, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
 			if err != nil {
 				return err
 			}
+			opts.TerminatedPodGCThreshold = &podGCThreshold
 			if opts.Identity == "" {
 				opts.Identity, _ = os.Hostname()
 			}
@@ -34,6 +37,10 @@ func newControllersCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.LeaderElect, "leader-elect", true, "run only while holding the controllers' Lease, so that several can run")
 	cmd.Flags().BoolVar(&opts.UseServiceAccountCredentials, "use-service-account-credentials", false,
 		"write with each controller's own service account in kube-system (tokens from TokenRequest), as kube-controller-manager's flag, rather than with the kubeconfig's credentials")
+	cmd.Flags().IntVar(&podGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold,
+		"number of terminated pods that can exist before the terminated pod garbage collector starts deleting them; if <= 0, it deletes none")
+	cmd.Flags().StringSliceVar(&opts.Controllers, "controllers", []string{"*"},
+		"a list of controllers to enable: '*' enables all, 'foo' enables the controller named 'foo', '-foo' disables it")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

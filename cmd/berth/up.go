@@ -38,6 +38,7 @@ type controlPlaneFlags struct {
 	schedulerConfig  string
 	schedulerAddress string
 	runNode          bool
+	noControllers    bool
 	node             nodeFlags
 }
 
@@ -144,11 +145,6 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 			// policy and the node authorizer give it, not as the admin.
 			cfg.ComponentIdentities = true
 			cfg.Components = []cluster.Component{
-				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
-				// once instead of waiting for its previous self's to expire.
-				{Name: "controllers", Identity: cluster.ControllerManagerIdentity, Run: func(ctx context.Context, config *rest.Config) error {
-					return controllers.Run(ctx, config, controllers.Options{LeaderElect: true, Identity: upIdentity(), UseServiceAccountCredentials: true})
-				}},
 				{Name: "scheduler", Identity: cluster.SchedulerIdentity, Run: func(ctx context.Context, config *rest.Config) error {
 					// A scheduler that loses its Lease (say, the API server answered its
 					// renewal too late) campaigns again, as the controllers do, rather than
@@ -161,6 +157,13 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 						klog.FromContext(ctx).Info("The scheduler lost its Lease; campaigning again")
 					}
 				}},
+			}
+			if !f.noControllers {
+				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
+				// once instead of waiting for its previous self's to expire.
+				cfg.Components = append([]cluster.Component{{Name: "controllers", Identity: cluster.ControllerManagerIdentity, Run: func(ctx context.Context, config *rest.Config) error {
+					return controllers.Run(ctx, config, controllers.Options{LeaderElect: true, Identity: upIdentity(), UseServiceAccountCredentials: true})
+				}}}, cfg.Components...)
 			}
 			if f.runNode {
 				if os.Geteuid() != 0 {
@@ -197,6 +200,7 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 	cmd.Flags().StringVar(&f.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file for the scheduler (default: kube-scheduler's defaults)")
 	cmd.Flags().StringVar(&f.schedulerAddress, "scheduler-health-address", "127.0.0.1:10259", "address of the scheduler's /healthz and /metrics (empty: none)")
 	cmd.Flags().BoolVar(&f.runNode, "node", true, "run a node agent (needs root), so that pods run on this machine")
+	cmd.Flags().BoolVar(&f.noControllers, "disable-controller-manager", false, "run no controllers (run berth controllers beside it instead), as k3s's flag")
 	f.node.add(cmd, "10.244.0.0/24", "kubelet-config")
 	return cmd
 }

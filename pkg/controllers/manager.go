@@ -18,7 +18,17 @@
 //   - endpointslice-mirroring: mirrors the Endpoints users write for Services without
 //     selectors into EndpointSlices;
 //   - service-cidr: marks ServiceCIDRs Ready, and holds a deleted one until no cluster IP
-//     inside it is left.
+//     inside it is left;
+//   - the workloads': replicaset and replicationcontroller (one reconcile) keep a set's pods;
+//     deployment rolls ReplicaSets; statefulset and daemonset keep ordered pods and a pod per
+//     node, with ControllerRevisions as their history; job, cronjob and ttl-after-finished run
+//     pods to completion, on a schedule, and clean finished Jobs up; disruption keeps the
+//     PodDisruptionBudgets' status that pods/eviction reads;
+//   - garbagecollector deletes what ownerReferences say has lost its owners (background,
+//     foreground and orphan propagation); podgc deletes terminated pods over the threshold and
+//     pods of deleted nodes;
+//   - pvc-protection and pv-protection remove the protection
+//     finalizers of deleted claims no pod uses and of deleted volumes no claim is bound to.
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -34,6 +44,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,11 +53,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -54,15 +68,27 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/clusterroleaggregation"
+	"github.com/berth-cluster/berth/pkg/controllers/cronjob"
+	"github.com/berth-cluster/berth/pkg/controllers/daemonset"
+	"github.com/berth-cluster/berth/pkg/controllers/deployment"
+	"github.com/berth-cluster/berth/pkg/controllers/disruption"
 	"github.com/berth-cluster/berth/pkg/controllers/endpoints"
 	"github.com/berth-cluster/berth/pkg/controllers/endpointslice"
 	"github.com/berth-cluster/berth/pkg/controllers/endpointslicemirroring"
+	"github.com/berth-cluster/berth/pkg/controllers/garbagecollector"
+	"github.com/berth-cluster/berth/pkg/controllers/job"
 	"github.com/berth-cluster/berth/pkg/controllers/namespace"
 	"github.com/berth-cluster/berth/pkg/controllers/nodelifecycle"
+	"github.com/berth-cluster/berth/pkg/controllers/podgc"
+	"github.com/berth-cluster/berth/pkg/controllers/pvcprotection"
+	"github.com/berth-cluster/berth/pkg/controllers/pvprotection"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/controllers/replicaset"
 	"github.com/berth-cluster/berth/pkg/controllers/rootcacertpublisher"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
 	"github.com/berth-cluster/berth/pkg/controllers/servicecidrs"
+	"github.com/berth-cluster/berth/pkg/controllers/statefulset"
+	"github.com/berth-cluster/berth/pkg/controllers/ttlafterfinished"
 	"github.com/berth-cluster/berth/pkg/util/managedfields"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
@@ -79,6 +105,10 @@ type controllerContext struct {
 	broadcaster events.EventBroadcaster
 	// rootCA is the CA bundle published in every namespace.
 	rootCA []byte
+	// terminatedPodGCThreshold is how many terminated pods pod GC keeps.
+	terminatedPodGCThreshold int
+	// enabled is the indices in controllers of those to run.
+	enabled []int
 	// credentials gives each controller the client config it writes with: its own service
 	// account's (--use-service-account-credentials), or the manager's; nil means client and
 	// metadata.
@@ -133,11 +163,7 @@ type controller interface {
 // system:controller:<account> role by the bootstrap policy. Worker counts follow
 // kube-controller-manager's, except that service accounts get several workers because
 // clients wait on "default" before they can create pods in a new namespace.
-var controllers = []struct {
-	name, account string
-	workers       int
-	build         func(controllerContext, clients) controller
-}{
+var controllers = []controllerEntry{
 	{"namespace", "namespace-controller", 10, func(c controllerContext, cl clients) controller {
 		ctrl := namespace.NewController(cl.client, cl.metadata, cl.client.Discovery(), c.informers.Core().V1().Namespaces())
 		ctrl.Recorder = c.recorder("namespace")
@@ -179,12 +205,97 @@ var controllers = []struct {
 		ctrl.Recorder = c.recorder("service-cidr")
 		return ctrl
 	}},
+	{"replicaset", "replicaset-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := replicaset.NewReplicaSetController(cl.client, c.informers.Apps().V1().ReplicaSets(), c.informers.Core().V1().Pods())
+		ctrl.Recorder = c.recorder("replicaset")
+		return ctrl
+	}},
+	{"replicationcontroller", "replication-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := replicaset.NewReplicationManager(cl.client, c.informers.Core().V1().ReplicationControllers(), c.informers.Core().V1().Pods())
+		ctrl.Recorder = c.recorder("replication")
+		return ctrl
+	}},
+	{"deployment", "deployment-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := deployment.NewDeploymentController(cl.client, c.informers.Apps().V1().Deployments(),
+			c.informers.Apps().V1().ReplicaSets(), c.informers.Core().V1().Pods())
+		ctrl.Recorder = c.recorder("deployment")
+		return ctrl
+	}},
+	{"statefulset", "statefulset-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := statefulset.NewStatefulSetController(cl.client, c.informers.Core().V1().Pods(),
+			c.informers.Apps().V1().StatefulSets(), c.informers.Apps().V1().ControllerRevisions())
+		ctrl.Recorder = c.recorder("statefulset")
+		return ctrl
+	}},
+	{"daemonset", "daemon-set-controller", 2, func(c controllerContext, cl clients) controller {
+		ctrl := daemonset.NewDaemonSetsController(cl.client, c.informers.Apps().V1().DaemonSets(),
+			c.informers.Apps().V1().ControllerRevisions(), c.informers.Core().V1().Pods(), c.informers.Core().V1().Nodes())
+		ctrl.Recorder = c.recorder("daemonset")
+		return ctrl
+	}},
+	{"job", "job-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := job.NewController(cl.client, c.informers.Core().V1().Pods(), c.informers.Batch().V1().Jobs())
+		ctrl.Recorder = c.recorder("job")
+		return ctrl
+	}},
+	{"cronjob", "cronjob-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := cronjob.NewController(cl.client, c.informers.Batch().V1().Jobs(), c.informers.Batch().V1().CronJobs())
+		ctrl.Recorder = c.recorder("cronjob")
+		return ctrl
+	}},
+	{"ttl-after-finished", "ttl-after-finished-controller", 5, func(c controllerContext, cl clients) controller {
+		ctrl := ttlafterfinished.NewController(cl.client, c.informers.Batch().V1().Jobs())
+		ctrl.Recorder = c.recorder("ttl-after-finished")
+		return ctrl
+	}},
+	{"disruption", "disruption-controller", 1, func(c controllerContext, cl clients) controller {
+		ctrl := disruption.NewController(cl.client, c.informers.Core().V1().Pods(), c.informers.Policy().V1().PodDisruptionBudgets(),
+			c.informers.Core().V1().ReplicationControllers(), c.informers.Apps().V1().ReplicaSets(),
+			c.informers.Apps().V1().Deployments(), c.informers.Apps().V1().StatefulSets())
+		ctrl.Recorder = c.recorder("disruption")
+		return ctrl
+	}},
+	{"garbagecollector", "generic-garbage-collector", 20, func(c controllerContext, cl clients) controller {
+		// Its own discovery cache, reset by the collector's re-discovery every 30 s.
+		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cl.client.Discovery()))
+		ctrl, err := garbagecollector.NewGarbageCollector(cl.metadata, mapper, cl.client.Discovery(), nil)
+		if err != nil {
+			return failed{err}
+		}
+		ctrl.Recorder = c.recorder("garbage-collector")
+		return ctrl
+	}},
+	{"podgc", "pod-garbage-collector", 1, func(c controllerContext, cl clients) controller {
+		return podgc.NewPodGC(cl.client, c.informers.Core().V1().Pods(), c.informers.Core().V1().Nodes(), c.terminatedPodGCThreshold)
+	}},
+	{"pvc-protection", "pvc-protection-controller", 1, func(c controllerContext, cl clients) controller {
+		ctrl := pvcprotection.NewController(cl.client, c.informers.Core().V1().PersistentVolumeClaims(), c.informers.Core().V1().Pods())
+		ctrl.Recorder = c.recorder("pvc-protection")
+		return ctrl
+	}},
+	{"pv-protection", "pv-protection-controller", 1, func(c controllerContext, cl clients) controller {
+		ctrl := pvprotection.NewController(cl.client, c.informers.Core().V1().PersistentVolumes())
+		ctrl.Recorder = c.recorder("pv-protection")
+		return ctrl
+	}},
 	{"root-ca-cert-publisher", "root-ca-cert-publisher", 1, func(c controllerContext, cl clients) controller {
 		ctrl := rootcacertpublisher.NewPublisher(cl.client, c.informers.Core().V1().ConfigMaps(), c.informers.Core().V1().Namespaces(), c.rootCA)
 		ctrl.Recorder = c.recorder("root-ca-cert-publisher")
 		return ctrl
 	}},
 }
+
+type controllerEntry struct {
+	name, account string
+	workers       int
+	build         func(controllerContext, clients) controller
+}
+
+// failed is a controller that could not be built: its Run returns why, and its supervisor
+// builds it again after a back-off.
+type failed struct{ err error }
+
+func (f failed) Run(context.Context, int) error { return f.err }
 
 // build builds the i-th controller with its credentials.
 func (c controllerContext) build(i int) (controller, error) {
@@ -229,6 +340,40 @@ type Options struct {
 	// kube-controller-manager's --use-service-account-credentials does, so that each holds only
 	// its controller role; otherwise every controller writes with the manager's credentials.
 	UseServiceAccountCredentials bool
+	// TerminatedPodGCThreshold is how many terminated pods may exist before pod GC deletes
+	// the oldest (kube-controller-manager's --terminated-pod-gc-threshold); default 12500,
+	// and 0 or less keeps them all.
+	TerminatedPodGCThreshold *int
+	// Controllers picks the controllers to run, as kube-controller-manager's --controllers:
+	// "*" is all of them, "foo" adds foo and "-foo" removes it; empty means "*".
+	Controllers []string
+}
+
+// enabled is the indices in controllers that names pick, or an error naming an unknown one.
+func enabled(names []string) ([]int, error) {
+	if len(names) == 0 {
+		names = []string{"*"}
+	}
+	on := map[string]bool{}
+	all := false
+	for _, n := range names {
+		name, off := strings.CutPrefix(n, "-")
+		if name == "*" && !off {
+			all = true
+			continue
+		}
+		if !slices.ContainsFunc(controllers, func(c controllerEntry) bool { return c.name == name }) {
+			return nil, fmt.Errorf("%q is not in the list of known controllers", n)
+		}
+		on[name] = !off
+	}
+	var picked []int
+	for i, c := range controllers {
+		if want, named := on[c.name]; want || (all && !named) {
+			picked = append(picked, i)
+		}
+	}
+	return picked, nil
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -268,6 +413,13 @@ func Run(ctx context.Context, config *rest.Config, opts Options) error {
 		return err
 	}
 	cc.rootCA = rootCA
+	cc.terminatedPodGCThreshold = podgc.DefaultTerminatedPodThreshold
+	if opts.TerminatedPodGCThreshold != nil {
+		cc.terminatedPodGCThreshold = *opts.TerminatedPodGCThreshold
+	}
+	if cc.enabled, err = enabled(opts.Controllers); err != nil {
+		return err
+	}
 	if !opts.LeaderElect {
 		runControllers(ctx, cc)
 		return nil
@@ -359,7 +511,8 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	// together; one that could not be built is built again by its supervisor, whose Start
 	// then starts the informers it added.
 	built := make([]controller, len(controllers))
-	for i, c := range controllers {
+	for _, i := range cc.enabled {
+		c := controllers[i]
 		var err error
 		if built[i], err = cc.build(i); err != nil {
 			logger.Error(err, "Building a controller failed; retrying", "controller", c.name)
@@ -369,7 +522,8 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	defer cc.informers.Shutdown()
 
 	var wg sync.WaitGroup
-	for i, c := range controllers {
+	for _, i := range cc.enabled {
+		c := controllers[i]
 		ctx := klog.NewContext(ctx, klog.LoggerWithName(logger, c.name+"-controller"))
 		wg.Go(func() {
 			superviseController(ctx, c.name, c.workers, built[i], func() (controller, error) {
@@ -381,7 +535,7 @@ func runControllers(ctx context.Context, cc controllerContext) {
 			})
 		})
 	}
-	logger.Info("Started controllers", "count", len(controllers))
+	logger.Info("Started controllers", "count", len(cc.enabled))
 	wg.Wait()
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func TestOptionsWithDefaults(t *testing.T) {
 		t.Errorf("defaults = %+v", got)
 	}
 	set := Options{LeaseName: "l", LeaseNamespace: "n", Identity: "me"}
-	if got, _ := set.withDefaults(); got != set {
+	if got, _ := set.withDefaults(); !reflect.DeepEqual(got, set) {
 		t.Errorf("withDefaults() changed set options: %+v", got)
 	}
 }
@@ -49,7 +51,35 @@ func fakeControllerContext() (controllerContext, *fake.Clientset) {
 	client := fake.NewClientset()
 	scheme := metadatafake.NewTestScheme()
 	_ = metav1.AddMetaToScheme(scheme)
-	return controllerContext{client: client, metadata: metadatafake.NewSimpleMetadataClient(scheme), discovery: client.Discovery()}, client
+	all, _ := enabled(nil)
+	return controllerContext{client: client, metadata: metadatafake.NewSimpleMetadataClient(scheme), discovery: client.Discovery(), enabled: all}, client
+}
+
+// TestEnabled: --controllers as kube-controller-manager reads it: "*" is all, "-foo" takes
+// foo out of them, a bare name runs only the named ones, and an unknown name is refused.
+func TestEnabled(t *testing.T) {
+	names := func(picked []int) []string {
+		var out []string
+		for _, i := range picked {
+			out = append(out, controllers[i].name)
+		}
+		return out
+	}
+	all, err := enabled(nil)
+	if err != nil || len(all) != len(controllers) {
+		t.Fatalf("enabled(nil) = %v, %v; want all %d", names(all), err, len(controllers))
+	}
+	got, err := enabled([]string{"*", "-garbagecollector", "-job"})
+	if err != nil || len(got) != len(controllers)-2 || slices.Contains(names(got), "job") || slices.Contains(names(got), "garbagecollector") {
+		t.Errorf("enabled(*,-garbagecollector,-job) = %v, %v", names(got), err)
+	}
+	got, err = enabled([]string{"serviceaccount", "namespace"})
+	if want := []string{"namespace", "serviceaccount"}; err != nil || !slices.Equal(names(got), want) {
+		t.Errorf("enabled(serviceaccount,namespace) = %v, %v; want %v in the table's order", names(got), err, want)
+	}
+	if _, err := enabled([]string{"*", "-nosuch"}); err == nil || !strings.Contains(err.Error(), `"-nosuch" is not in the list of known controllers`) {
+		t.Errorf("enabled(-nosuch) = %v", err)
+	}
 }
 
 func leaseLock(client *fake.Clientset, identity string) *resourcelock.LeaseLock {

@@ -174,7 +174,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		Title:          "endpoint controller",
 		Queue:          c.queue,
 		Sync:           func(ctx context.Context, key string) error { return reconcile(c, ctx, key) },
-		Reference:      serviceReference,
+		Reference:      recovery.ReferenceByKey("v1", "Service"),
 		Recorder:       c.Recorder,
 		KeyName:        "service",
 		FailureMessage: "Syncing the endpoints of a service failed",
@@ -200,12 +200,6 @@ func (c *Controller) queueLeftoverEndpoints(ctx context.Context) {
 			c.enqueue(ep)
 		}
 	}
-}
-
-// serviceReference is the event reference of the Service whose key is key.
-func serviceReference(key string) *corev1.ObjectReference {
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: name}
 }
 
 // staleCacheError is a sync that saw Endpoints older than this controller's last write.

@@ -322,7 +322,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	recovery.RecordPanic(c.Recorder, serviceReference(key), err)
+	recovery.RecordPanic(c.Recorder, recovery.ReferenceByKey("v1", "Service")(key), err)
 	if c.queue.NumRequeues(key) < maxRetries {
 		klog.FromContext(ctx).V(2).Info("Syncing the endpoint slices of a service failed, retrying", "service", key, "err", err)
 		c.queue.AddRateLimited(key)
@@ -331,12 +331,6 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	utilruntime.HandleErrorWithContext(ctx, err, "Syncing the endpoint slices of a service failed too often; dropping it until it changes", "service", key)
 	c.queue.Forget(key)
 	return true
-}
-
-// serviceReference is the event reference of the Service whose key is key.
-func serviceReference(key string) *corev1.ObjectReference {
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: name}
 }
 
 // staleCacheError is a sync that saw a slice cache older than this controller's last write.

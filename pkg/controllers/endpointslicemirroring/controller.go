@@ -255,7 +255,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		Title:          "EndpointSliceMirroring controller",
 		Queue:          c.queue,
 		Sync:           func(ctx context.Context, key string) error { return reconcile(c, ctx, key) },
-		Reference:      endpointsReference,
+		Reference:      recovery.ReferenceByKey("v1", "Endpoints"),
 		Recorder:       c.Recorder,
 		KeyName:        "endpoints",
 		FailureMessage: "Mirroring Endpoints to EndpointSlices failed",
@@ -264,12 +264,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		},
 	}
 	return w.Run(ctx, workers, c.synced...)
-}
-
-// endpointsReference is the event reference of the Endpoints whose key is key.
-func endpointsReference(key string) *corev1.ObjectReference {
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Endpoints", Namespace: ns, Name: name}
 }
 
 // staleCacheError is a sync that saw a slice cache older than this controller's last write.

@@ -149,3 +149,12 @@ func (w *Worker[T]) keyName() string {
 	}
 	return w.KeyName
 }
+
+// ReferenceByKey is a Worker's Reference for queues of namespace/name keys of one kind: the
+// FailedSync event goes on the object the key names.
+func ReferenceByKey(apiVersion, kind string) func(key string) *corev1.ObjectReference {
+	return func(key string) *corev1.ObjectReference {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		return &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
+	}
+}
