@@ -347,3 +347,41 @@ func TestRunRetries(t *testing.T) {
 		t.Fatal("the ticker did not retry the pending resize")
 	}
 }
+
+// The store rewrites its whole file on each change, so a container restarted with the same
+// resources (a crash loop) must not write it again; a changed record must.
+func TestStoreSkipsUnchangedWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	s := mustStore(t, path)
+	r := v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("50Mi")}}
+	if err := s.SetContainer("u1", "c", r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPod("u2", ContainerResources{"d": r}); err != nil {
+		t.Fatal(err)
+	}
+	// A file removed behind the store's back shows whether the next call writes.
+	os.Remove(path)
+	same := v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("52428800")}}
+	if err := s.SetContainer("u1", "c", same); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPod("u2", ContainerResources{"d": same}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("an unchanged record was written again: %v", err)
+	}
+	if err := s.SetContainer("u1", "c", v1.ResourceRequirements{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := mustStore(t, path).Container("u1", "c"); !ok || got.Limits != nil {
+		t.Errorf("a changed record was not written: %v %t", got, ok)
+	}
+	if err := s.SetPod("u3", ContainerResources{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mustStore(t, path).Pod("u3"); !ok {
+		t.Error("a new pod's empty record was not written")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -91,6 +92,14 @@ func (s *Store) Pod(uid types.UID) (ContainerResources, bool) {
 
 // SetPod replaces the record of a pod.
 func (s *Store) SetPod(uid types.UID, resources ContainerResources) error {
+	s.mu.RLock()
+	old, ok := s.pods[uid]
+	same := ok && equality.Semantic.DeepEqual(old, resources)
+	s.mu.RUnlock()
+	if same {
+		// Every write rewrites the whole file: a record that does not change is not written.
+		return nil
+	}
 	cp := make(ContainerResources, len(resources))
 	for name, r := range resources {
 		cp[name] = *r.DeepCopy()
@@ -100,6 +109,13 @@ func (s *Store) SetPod(uid types.UID, resources ContainerResources) error {
 
 // SetContainer records the resources of one container of a pod.
 func (s *Store) SetContainer(uid types.UID, name string, r v1.ResourceRequirements) error {
+	s.mu.RLock()
+	old, ok := s.pods[uid][name]
+	s.mu.RUnlock()
+	if ok && equality.Semantic.DeepEqual(old, r) {
+		// A container started again (a restart, a crash loop) with the same resources.
+		return nil
+	}
 	r = *r.DeepCopy()
 	return s.update(func(pods map[types.UID]ContainerResources) {
 		if pods[uid] == nil {
@@ -111,6 +127,12 @@ func (s *Store) SetContainer(uid types.UID, name string, r v1.ResourceRequiremen
 
 // RemovePod forgets a pod.
 func (s *Store) RemovePod(uid types.UID) error {
+	s.mu.RLock()
+	_, ok := s.pods[uid]
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
 	return s.update(func(pods map[types.UID]ContainerResources) { delete(pods, uid) })
 }
 
