@@ -38,7 +38,7 @@ func newBenchCommand() *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (for scenarios that run the cluster in process) to this file")
 	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand(), newBenchCRICommand(),
-		newBenchDensityCommand(), newBenchChurnCommand())
+		newBenchDensityCommand(), newBenchChurnCommand(), newBenchWorkloadsCommand())
 	return cmd
 }
 
@@ -156,5 +156,24 @@ func newBenchChurnCommand() *cobra.Command {
 	cmd.Flags().Float64Var(&o.Rate, "rate", 50, "pods created (and deleted) per second")
 	cmd.Flags().DurationVar(&o.Lifetime, "lifetime", 30*time.Second, "how long after its creation each pod is deleted")
 	cmd.Flags().DurationVar(&o.Settle, "settle", 2*time.Minute, "how long to wait after the last deletion before reading memory and goroutines again")
+	return cmd
+}
+
+func newBenchWorkloadsCommand() *cobra.Command {
+	var o bench.WorkloadsOptions
+	cmd := &cobra.Command{
+		Use:   "workloads",
+		Short: "The workload controllers on simulated nodes (berth sim): a DaemonSet on every node, a Deployment scaled from 0, their times and CPU",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunWorkloads(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster to load, with a scheduler and the controllers (default: start berth up in a temporary directory); berth sim is started against it")
+	cmd.Flags().IntVar(&o.Nodes, "nodes", 1000, "simulated nodes, each of which gets a DaemonSet pod")
+	cmd.Flags().Int32Var(&o.Replicas, "replicas", 10000, "replicas the Deployment is scaled to from 0")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 15*time.Minute, "how long each step may take")
 	return cmd
 }

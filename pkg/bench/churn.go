@@ -42,7 +42,7 @@ func RunChurn(ctx context.Context, out io.Writer, o ChurnOptions) error {
 	if o.Rate <= 0 || o.Duration <= 0 {
 		return fmt.Errorf("--rate and --duration must be positive")
 	}
-	t, s, ns, _, cleanup, err := simCluster(ctx, o.Kubeconfig, o.Nodes)
+	t, s, ns, _, cleanup, err := simCluster(ctx, o.Kubeconfig, o.Nodes, clusterOptions{})
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,10 @@ type target struct {
 	client kubernetes.Interface
 	// child is the `berth up` process the scenario started, or nil.
 	child *child
-	dir   string
+	// controllers is the `berth controllers` process beside child, when the scenario
+	// measures the controllers apart (berth up --disable-controller-manager), or nil.
+	controllers *child
+	dir         string
 	// node: the child runs a node agent, whose pods, bridge and service proxy rules stop
 	// leaves behind (as berth up's do) and berth down --cleanup's code removes.
 	node bool
@@ -39,11 +42,20 @@ type target struct {
 // connect returns a target for kubeconfig, or starts a cluster (without a node agent) when
 // kubeconfig is empty.
 func connect(ctx context.Context, kubeconfig string) (*target, error) {
-	return connectWith(ctx, kubeconfig, false)
+	return connectWith(ctx, kubeconfig, clusterOptions{})
 }
 
-// connectWith is connect, starting a cluster with a node agent when withNode.
-func connectWith(ctx context.Context, kubeconfig string, withNode bool) (*target, error) {
+// clusterOptions shape the cluster a scenario starts.
+type clusterOptions struct {
+	// node runs a node agent in berth up.
+	node bool
+	// separateControllers runs the controllers as their own `berth controllers` process
+	// beside berth up, so that their CPU and memory are measured apart.
+	separateControllers bool
+}
+
+// connectWith is connect, starting the cluster that o describes.
+func connectWith(ctx context.Context, kubeconfig string, o clusterOptions) (*target, error) {
 	if kubeconfig != "" {
 		config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
@@ -51,7 +63,7 @@ func connectWith(ctx context.Context, kubeconfig string, withNode bool) (*target
 		}
 		return newTarget(config)
 	}
-	return startCluster(ctx, withNode)
+	return startCluster(ctx, o)
 }
 
 func newTarget(config *rest.Config) (*target, error) {
@@ -68,7 +80,8 @@ func newTarget(config *rest.Config) (*target, error) {
 }
 
 // startCluster runs `berth up` (this very binary) on free ports in a temporary directory.
-func startCluster(ctx context.Context, withNode bool) (*target, error) {
+func startCluster(ctx context.Context, o clusterOptions) (*target, error) {
+	withNode := o.node
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -103,6 +116,9 @@ func startCluster(ctx context.Context, withNode bool) (*target, error) {
 	} else {
 		args = append(args, "--node=false")
 	}
+	if o.separateControllers {
+		args = append(args, "--disable-controller-manager")
+	}
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	up, err := startChild(cmd)
@@ -135,13 +151,38 @@ func startCluster(ctx context.Context, withNode bool) (*target, error) {
 		t.stop()
 		return nil, fmt.Errorf("berth up did not become ready (log in %s): %w", logFile.Name(), err)
 	}
+	if o.separateControllers {
+		if t.controllers, err = startControllers(self, dir, kubeconfig); err != nil {
+			t.stop()
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// startControllers runs `berth controllers` against the cluster of kubeconfig, as the admin
+// and without leader election (it is the only one), logging to dir/controllers.log.
+func startControllers(self, dir, kubeconfig string) (*child, error) {
+	logFile, err := os.Create(filepath.Join(dir, "controllers.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "controllers", "--kubeconfig", kubeconfig, "--leader-elect=false")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	c, err := startChild(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("starting berth controllers: %w", err)
+	}
+	return c, nil
 }
 
 // stop ends the child cluster, if the scenario started one, and removes its directory.
 func (t *target) stop() {
 	if t.child == nil {
 		return
+	}
+	if t.controllers != nil {
+		t.controllers.stop(30 * time.Second)
 	}
 	t.child.stop(30 * time.Second)
 	if t.node {

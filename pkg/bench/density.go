@@ -31,7 +31,7 @@ type DensityOptions struct {
 // end (first create to last Running), each pod's create → Running latency, and the peak
 // memory of berth up and berth sim.
 func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
-	t, s, ns, nodesReady, cleanup, err := simCluster(ctx, o.Kubeconfig, o.Nodes)
+	t, s, ns, nodesReady, cleanup, err := simCluster(ctx, o.Kubeconfig, o.Nodes, clusterOptions{})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berth-cluster/berth/pkg/sim"
+	"github.com/berth-cluster/berth/pkg/util/mount"
 )
 
 // simProcess is a `berth sim` child: the simulated nodes a scenario loads.
@@ -82,8 +83,8 @@ func startSim(ctx context.Context, t *target, kubeconfig string, n int) (*simPro
 // `berth up` of their own), a `berth sim` of n nodes against it, all Ready, and a namespace
 // for their pods. cleanup stops and removes what they started (and the namespace of a cluster
 // that outlives them).
-func simCluster(ctx context.Context, kubeconfig string, n int) (t *target, s *simProcess, ns string, nodesReady time.Duration, cleanup func(), err error) {
-	if t, err = connect(ctx, kubeconfig); err != nil {
+func simCluster(ctx context.Context, kubeconfig string, n int, o clusterOptions) (t *target, s *simProcess, ns string, nodesReady time.Duration, cleanup func(), err error) {
+	if t, err = connectWith(ctx, kubeconfig, o); err != nil {
 		return nil, nil, "", 0, nil, err
 	}
 	if s, nodesReady, err = startSim(ctx, t, t.kubeconfigPath(kubeconfig), n); err != nil {
@@ -127,9 +128,13 @@ func readySimNodes(ctx context.Context, t *target) (int, error) {
 	return ready, nil
 }
 
-// stop ends berth sim and removes its directory.
+// stop ends berth sim and removes its directory, with the tmpfs volumes its node agents
+// mounted for pods still there (a removal alone leaves them mounted, one per pod).
 func (s *simProcess) stop() {
 	s.cmd.stop(time.Minute)
+	if err := mount.UnmountUnder(s.dir); err != nil {
+		fmt.Fprintf(os.Stderr, "unmounting the simulated nodes' volumes: %v\n", err)
+	}
 	os.RemoveAll(s.dir)
 }
 
@@ -207,16 +212,19 @@ func processCPU(pid int) time.Duration {
 
 // cpu is the CPU time of the scenario's own processes: berth up (when it started one),
 // berth sim, and the scenario itself.
-type cpu struct{ up, sim, self time.Duration }
+type cpu struct{ up, controllers, sim, self time.Duration }
 
 func cpuNow(t *target, s *simProcess) cpu {
 	c := cpu{sim: processCPU(s.cmd.Process.Pid), self: processCPU(os.Getpid())}
 	if t.child != nil {
 		c.up = processCPU(t.child.Process.Pid)
 	}
+	if t.controllers != nil {
+		c.controllers = processCPU(t.controllers.Process.Pid)
+	}
 	return c
 }
 
 func (c cpu) since(before cpu) cpu {
-	return cpu{up: c.up - before.up, sim: c.sim - before.sim, self: c.self - before.self}
+	return cpu{up: c.up - before.up, controllers: c.controllers - before.controllers, sim: c.sim - before.sim, self: c.self - before.self}
 }

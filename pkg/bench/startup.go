@@ -33,7 +33,7 @@ type StartupOptions struct {
 // RunStartup measures pod startup latency as Kubernetes' SLI defines it: from the pod's
 // creation to all its containers started, as a watch observes it; the image is on the node.
 func RunStartup(ctx context.Context, out io.Writer, o StartupOptions) error {
-	t, err := connectWith(ctx, o.Kubeconfig, true)
+	t, err := connectWith(ctx, o.Kubeconfig, clusterOptions{node: true})
 	if err != nil {
 		return err
 	}
