@@ -62,6 +62,14 @@ func sharedCluster(t *testing.T) *framework.Cluster {
 	return framework.StartShared(t)
 }
 
+// quietCluster is the package's shared control plane with only the namespace and service
+// account controllers (pods need a namespace's "default" account), for tests that write what
+// another controller would (a status, a scale) and must not race it.
+func quietCluster(t *testing.T) *framework.Cluster {
+	t.Helper()
+	return framework.StartShared(t, framework.Options{Controllers: []string{"namespace", "serviceaccount"}})
+}
+
 func TestMain(m *testing.M) {
 	framework.Main(m)
 }

@@ -37,8 +37,11 @@ type Cluster struct {
 type Options struct {
 	// DataDir reuses a data dir (to test restarts); empty means a new temporary one.
 	DataDir string
-	// NoControllers leaves out the namespace and service account controllers.
+	// NoControllers runs no controller manager: no controller writes what a test writes.
 	NoControllers bool
+	// Controllers picks the controllers to run, as `berth controllers --controllers`; empty
+	// runs them all.
+	Controllers []string
 	// EtcdServers points the API server at an external etcd.
 	EtcdServers []string
 	// Components run beside the controllers once the API server is ready (a scheduler, ...).
@@ -75,7 +78,7 @@ func start(o Options) (*Cluster, error) {
 	var components []cluster.Component
 	if !o.NoControllers {
 		components = append(components, cluster.Component{Name: "controllers", Run: func(ctx context.Context, admin *rest.Config) error {
-			return controllers.Run(ctx, admin, controllers.Options{})
+			return controllers.Run(ctx, admin, controllers.Options{Controllers: o.Controllers})
 		}})
 	}
 	components = append(components, o.Components...)
@@ -135,30 +138,42 @@ func (c *Cluster) ProtobufConfig() *rest.Config {
 }
 
 var (
-	sharedMu      sync.Mutex
-	sharedCluster *Cluster
-	sharedDir     string
+	sharedMu sync.Mutex
+	// shared holds the package's shared control planes, keyed by their controllers.
+	shared    = map[string]*Cluster{}
+	sharedDir = map[string]string{}
 )
 
 // StartShared returns the package's shared control plane, starting it on first use. Main
-// stops it after the last test.
-func StartShared(t testing.TB) *Cluster {
+// stops it after the last test. Of the options, only NoControllers and Controllers may be
+// given: tests that write what a controller writes (a status, a scale) share one without it.
+func StartShared(t testing.TB, opts ...Options) *Cluster {
 	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.DataDir != "" || len(o.EtcdServers) > 0 || len(o.Components) > 0 || o.ComponentIdentities ||
+		o.ServiceClusterIPRange != "" || o.ServiceNodePortRange != "" {
+		t.Fatal("StartShared takes only NoControllers and Controllers; use Start for other options")
+	}
+	key := fmt.Sprint(o.NoControllers, o.Controllers)
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if sharedCluster != nil {
-		return sharedCluster
+	if c := shared[key]; c != nil {
+		return c
 	}
 	dir, err := os.MkdirTemp("", "berth-integration-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := start(Options{DataDir: dir})
+	o.DataDir = dir
+	c, err := start(o)
 	if err != nil {
 		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	sharedCluster, sharedDir = c, dir
+	shared[key], sharedDir[key] = c, dir
 	return c
 }
 
@@ -166,12 +181,12 @@ func StartShared(t testing.TB) *Cluster {
 func Main(m *testing.M) {
 	code := m.Run()
 	sharedMu.Lock()
-	if sharedCluster != nil {
-		if err := sharedCluster.Stop(); err != nil {
+	for key, c := range shared {
+		if err := c.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
-		os.RemoveAll(sharedDir)
+		os.RemoveAll(sharedDir[key])
 	}
 	sharedMu.Unlock()
 	os.Exit(code)
