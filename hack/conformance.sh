@@ -13,10 +13,9 @@
 #   (ServiceAccount among them) and NodeRestriction. Upstream has no service proxy or DNS
 #   here, so the network tests that need them fail on this target.
 # --target berth: berth up alone, its node at this machine's address (as berth node is for
-#   upstream), its cluster DNS answering before the suite starts. berth serves no
-#   ReplicationControllers or ReplicaSets yet (the workloads issue), which the suite's
-#   BeforeSuite lists in kube-system: --minStartupPods -1 skips that wait (there are no
-#   kube-system pods to wait for: berth up runs its DNS in its own process, not as a pod).
+#   upstream), its cluster DNS answering before the suite starts. --minStartupPods -1 skips
+#   the BeforeSuite's wait for kube-system's pods and their controllers: there are none to
+#   wait for (berth up runs its DNS in its own process, not as a pod).
 # --focus REGEX: only the listed tests whose name matches REGEX (for working on one).
 # --keep: leave the cluster running after the suite (print how to reach it); stop it later
 #   with hack/conformance.sh --down.
@@ -262,7 +261,7 @@ berth)
     --pod-cidr 10.249.0.0/24 --pod-logs-dir "$data/pod-logs" --scheduler-health-address "$sched_health"
   wait_for "berth up" 90 test -s "$data/admin.kubeconfig"
   cp "$data/admin.kubeconfig" "$kubeconfig"
-  # No ReplicationControllers or ReplicaSets to list in kube-system yet (see the header).
+  # No kube-system pods to wait for (see the header).
   e2e_target_flags+=(--minStartupPods -1)
   ;;
 esac
