@@ -11,6 +11,15 @@ if [ -n "$unformatted" ]; then
 fi
 ./hack/deps.sh
 go vet ./...
-go test -count=1 -timeout 30m ./... "$@"
+# The output is kept so that a failure's summary comes last: CI shows only the tail.
+log=$(mktemp /tmp/berth-test.XXXXXX.log)
+if ! go test -count=1 -timeout 30m ./... "$@" 2>&1 | tee "$log"; then
+  echo "=== failures (full output above; kept in $log):" >&2
+  grep -E -- '^[[:space:]]*(--- FAIL|FAIL|panic:)' "$log" >&2 || true
+  echo "=== the last lines the tests wrote:" >&2
+  grep -E -- '^[[:space:]]+[A-Za-z_0-9]+\.go:[0-9]+:' "$log" | tail -40 >&2 || true
+  exit 1
+fi
+rm -f "$log"
 # Every fuzz target for a bounded time (BERTH_FUZZTIME, 10 s each) on top of its corpus.
 ./hack/fuzz.sh
