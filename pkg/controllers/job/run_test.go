@@ -49,6 +49,9 @@ func TestRunEndToEnd(t *testing.T) {
 		return pod != nil
 	})
 	pod.Status.Phase = corev1.PodSucceeded
+	// The fake clientset keeps the objects' resourceVersion as written, and the controller
+	// ignores an update that does not change it (a resync): an API server would set a new one.
+	pod.ResourceVersion = "2"
 	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
