@@ -62,7 +62,8 @@ type Options struct {
 	Template *v1.Node
 	// PodsPerNode is the pods capacity when the template sets none (110).
 	PodsPerNode int
-	// DataDir holds each node agent's directory (pods, logs): DataDir/<node>.
+	// DataDir holds each node agent's directory (pods, logs): DataDir/<node>, on one tmpfs that
+	// Run mounts and unmounts (when it may mount).
 	DataDir string
 	// Runtime shapes every node's runtime (pull delays, images); its PodCIDR is per node.
 	Runtime memory.Options
@@ -108,6 +109,12 @@ func Run(ctx context.Context, restConfig *rest.Config, opts Options, ready func(
 	}
 	if opts.DataDir == "" {
 		return errors.New("a data dir is required")
+	}
+	// Unmounted last, after every node agent has stopped (the defer below it waits for them).
+	if unmount, err := mountSharedTmpfs(opts.DataDir); err != nil {
+		logger.Info("The simulated nodes' directory is not on a tmpfs of its own: each pod's secret volumes get a mount", "dir", opts.DataDir, "err", err)
+	} else {
+		defer unmount()
 	}
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.ContentType = "application/vnd.kubernetes.protobuf"

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth-cluster/berth/pkg/util/mount"
 )
 
 // TestSim: `berth sim` runs 100 simulated nodes, each berth's real node agent on the
@@ -35,6 +37,10 @@ func TestSim(t *testing.T) {
 	t.Cleanup(func() {
 		if err := sim.stop(30 * time.Second); err != nil {
 			t.Errorf("stopping berth sim: %v", err)
+		}
+		if points, err := mount.PointsUnder(filepath.Join(dir, "sim")); err != nil || len(points) > 0 {
+			t.Errorf("berth sim left mounts behind: %v %v", points, err)
+			_ = mount.UnmountUnder(filepath.Join(dir, "sim"))
 		}
 		if t.Failed() {
 			t.Logf("output of berth sim:\n%s", tail(sim.output.String(), 200))
@@ -170,6 +176,24 @@ spec:
 		if st.StartTime == nil || st.QOSClass != v1.PodQOSBestEffort {
 			t.Errorf("%s: startTime %v qosClass %q", p.Name, st.StartTime, st.QOSClass)
 		}
+	}
+	// Their token volumes (kube-api-access, a projected volume) are on the one tmpfs berth sim
+	// mounts on its directory, not a mount each.
+	tokens := 0
+	for _, p := range list.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access-") {
+				tokens++
+			}
+		}
+	}
+	if tokens < pods {
+		t.Errorf("%d of the pods have a kube-api-access volume, want all %d", tokens, pods)
+	}
+	if points, err := mount.PointsUnder(filepath.Join(dir, "sim")); err != nil {
+		t.Error(err)
+	} else if len(points) != 1 {
+		t.Errorf("%d mounts under berth sim's directory with %d pods running, want 1 (its tmpfs); the first: %v", len(points), pods, points[:min(5, len(points))])
 	}
 	if len(perNode) < nodes/2 {
 		t.Errorf("the pods went to %d nodes only: %v", len(perNode), perNode)
