@@ -13,7 +13,19 @@ fi
 go vet ./...
 # The output is kept so that a failure's summary comes last: CI shows only the tail.
 log=$(mktemp /tmp/berth-test.XXXXXX.log)
-if ! go test -count=1 -timeout 30m ./... "$@" 2>&1 | tee "$log"; then
+# The node agents' generated-pods run (test/integration/nodetest) and the end-to-end tests
+# on containerd are the two heaviest packages: run together on 2 cores, each one's timing
+# suffers (pods that should start in seconds took a minute). The node tests come after
+# the rest.
+nodetest=./test/integration/nodetest
+rest=$(go list ./... | grep -v -x "github.com/berth-cluster/berth/test/integration/nodetest")
+run_tests() {
+  local rc=0
+  go test -count=1 -timeout 30m $rest "$@" || rc=1
+  go test -count=1 -timeout 30m "$nodetest" "$@" || rc=1
+  return $rc
+}
+if ! run_tests "$@" 2>&1 | tee "$log"; then
   echo "=== failures (full output above; kept in $log):" >&2
   grep -E -- '^[[:space:]]*(--- FAIL|FAIL|panic:)' "$log" >&2 || true
   echo "=== the last lines the tests wrote:" >&2

@@ -171,7 +171,13 @@ spec:
 	var second string
 	for second == "" || second == first {
 		if time.Now().After(expiry) {
-			t.Fatalf("the token was not refreshed before it expired at %s", expiry)
+			var lines []string
+			for _, l := range strings.Split(c.proc.output.String(), "\n") {
+				if strings.Contains(l, "oken") || strings.Contains(l, "volume") {
+					lines = append(lines, l)
+				}
+			}
+			t.Fatalf("the token was not refreshed before it expired at %s; berth up's lines on tokens and volumes:\n%s", expiry, tail(strings.Join(lines, "\n"), 40))
 		}
 		time.Sleep(10 * time.Second)
 		second = read()

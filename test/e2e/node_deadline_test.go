@@ -7,7 +7,9 @@ import (
 )
 
 // TestNodeActiveDeadline: a pod past its activeDeadlineSeconds fails with DeadlineExceeded and
-// its containers are stopped.
+// its containers are stopped. The deadline is lowered once the pod runs (the field may be
+// set lower on a live pod): a deadline short from the start could pass before a loaded
+// machine started the container, and the pod would fail without ever running.
 func TestNodeActiveDeadline(t *testing.T) {
 	t.Parallel()
 	c, n := nodeCluster(t)
@@ -16,7 +18,7 @@ func TestNodeActiveDeadline(t *testing.T) {
 kind: Pod
 metadata: {name: deadline}
 spec:
-  activeDeadlineSeconds: 4
+  activeDeadlineSeconds: 3600
   terminationGracePeriodSeconds: 1
   containers:
   - name: c
@@ -24,6 +26,7 @@ spec:
     command: ["sleep", "3600"]
 `, busyboxImage(t)), "apply", "-n", ns, "-f", "-")
 	c.waitPhase(t, ns, "deadline", "Running")
+	c.must(t, "patch", "pod", "deadline", "-n", ns, "-p", `{"spec":{"activeDeadlineSeconds":2}}`)
 	c.waitPhase(t, ns, "deadline", "Failed")
 	if got := c.jsonpath(t, ns, "pod/deadline", "{.status.reason}: {.status.message}"); got != "DeadlineExceeded: Pod was active on the node longer than the specified deadline" {
 		t.Errorf("reason and message %q, want DeadlineExceeded and the kubelet's message", got)

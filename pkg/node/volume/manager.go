@@ -182,6 +182,13 @@ func (m *Manager) resync(ctx context.Context, active func(types.UID) bool) {
 		}
 	}
 	m.mu.Unlock()
+	start := time.Now()
+	defer func() {
+		// Tokens are renewed here: a resync slower than its period eats into their margin.
+		if took := time.Since(start); took > ResyncPeriod {
+			klog.FromContext(ctx).Info("Refreshing the pods' volumes took longer than its period", "pods", len(pods), "took", took.Round(time.Millisecond), "period", ResyncPeriod)
+		}
+	}()
 	for _, pod := range pods {
 		for i := range pod.Spec.Volumes {
 			vol := &pod.Spec.Volumes[i]
@@ -195,7 +202,7 @@ func (m *Manager) resync(ctx context.Context, active func(types.UID) bool) {
 			}
 			// A fault in one volume's refresh is that volume's: logged, tried next period.
 			if err := panics.Call(ctx, Component, func() error { return m.setUp(ctx, pod, vol, dir) }); err != nil {
-				klog.FromContext(ctx).V(2).Info("Refreshing a volume failed", "pod", klog.KObj(pod), "volume", vol.Name, "err", err)
+				klog.FromContext(ctx).Error(err, "Refreshing a volume failed", "pod", klog.KObj(pod), "volume", vol.Name)
 			}
 		}
 	}
