@@ -262,10 +262,13 @@ func nodeCluster(t *testing.T) (*cluster, *node) {
 		if t.Failed() {
 			out := p.output.since(offset)
 			t.Logf("berth up's output while this test ran:\n%s", tail(out, 300))
-			// A recovered panic's line (with its stack) may lie before the tail.
-			for _, line := range strings.Split(out, "\n") {
-				if strings.Contains(line, "Recovered from a panic") {
-					t.Logf("a recovered panic while this test ran:\n%s", line)
+			// A recovered panic's lines (with its stack) may lie before the tail: berth's own
+			// boundaries log "Recovered from a panic", the libraries' (utilruntime.HandleCrash,
+			// counted as component "library") "Observed a panic", the stack on the lines after.
+			lines := strings.Split(out, "\n")
+			for i, line := range lines {
+				if strings.Contains(line, "Recovered from a panic") || strings.Contains(line, "Observed a panic") {
+					t.Logf("a recovered panic while this test ran:\n%s", strings.Join(lines[i:min(i+40, len(lines))], "\n"))
 				}
 			}
 		}
