@@ -625,7 +625,8 @@ func (c *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, key st
 	var wg sync.WaitGroup
 	for _, pod := range deletes {
 		wg.Go(func() {
-			err := c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, ds)
+			// Outside the worker's panic boundary: a panic is this deletion's error.
+			err := recovery.Sync(ctx, controllerName, func() error { return c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, ds) })
 			if err == nil {
 				return
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/controllers/controllerref"
 	"github.com/berth-cluster/berth/pkg/controllers/podcontrol"
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 )
 
 // manageJob creates or deletes pods so that the running Job has the pods it wants, and
@@ -208,7 +209,7 @@ func podsForRemoval(job *batchv1.Job, active []*corev1.Pod, n int) []*corev1.Pod
 func (c *Controller) deleteJobPods(ctx context.Context, key string, job *batchv1.Job, pods []*corev1.Pod) (int32, int32, error) {
 	logger := klog.FromContext(ctx)
 	c.expectations.ExpectDeletions(key, uidsOf(pods))
-	return parallelDelete(pods, func(pod *corev1.Pod) error {
+	return parallelDelete(ctx, pods, func(pod *corev1.Pod) error {
 		err := func() error {
 			if patch := removeFinalizerPatch(pod); patch != nil {
 				if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch); err != nil {
@@ -232,7 +233,7 @@ func (c *Controller) deleteJobPods(ctx context.Context, key string, job *batchv1
 // deleteActivePods deletes the active pods of a finished Job, keeping their finalizers: the
 // status tracking counts them as failed and then removes the finalizers.
 func (c *Controller) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod) (int32, int32, error) {
-	return parallelDelete(pods, func(pod *corev1.Pod) error {
+	return parallelDelete(ctx, pods, func(pod *corev1.Pod) error {
 		if err := c.podControl.DeletePod(ctx, job.Namespace, pod.Name, pod.UID, job); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
@@ -242,7 +243,7 @@ func (c *Controller) deleteActivePods(ctx context.Context, job *batchv1.Job, pod
 
 // parallelDelete runs del on every pod at once and returns how many of the pods were ready,
 // how many del succeeded on, and the errors.
-func parallelDelete(pods []*corev1.Pod, del func(*corev1.Pod) error) (ready, deleted int32, err error) {
+func parallelDelete(ctx context.Context, pods []*corev1.Pod, del func(*corev1.Pod) error) (ready, deleted int32, err error) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -252,7 +253,8 @@ func parallelDelete(pods []*corev1.Pod, del func(*corev1.Pod) error) (ready, del
 	)
 	for _, pod := range pods {
 		wg.Go(func() {
-			if err := del(pod); err != nil {
+			// Outside the worker's panic boundary: a panic is this deletion's error.
+			if err := recovery.Sync(ctx, controllerName, func() error { return del(pod) }); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 )
 
 // trackStatus counts the finished pods and finishes the Job, in the order that loses
@@ -218,7 +220,8 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 			continue
 		}
 		wg.Go(func() {
-			if err := c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch); err != nil {
+			// Outside the worker's panic boundary: a panic is this patch's error.
+			if err := recovery.Sync(ctx, controllerName, func() error { return c.podControl.PatchPod(ctx, pod.Namespace, pod.Name, patch) }); err != nil {
 				// No update will show this removal.
 				c.finalizers.observed(key, pod.UID)
 				if !apierrors.IsNotFound(err) {

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 )
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -386,6 +388,24 @@ func TestDeleteFailures(t *testing.T) {
 	status := f.lastRSStatus()
 	if status == nil || len(status.Conditions) != 1 || status.Conditions[0].Reason != "FailedDelete" {
 		t.Fatalf("status %+v, want ReplicaFailure FailedDelete", status)
+	}
+}
+
+// TestDeletePanicIsRecovered: a deletion runs in a goroutine of its own, outside the worker's
+// panic boundary; its panic comes back as the sync's error (a recovered panic, which the
+// worker records as FailedSync and retries), and the deletion is no longer expected.
+func TestDeletePanicIsRecovered(t *testing.T) {
+	rs := newRS("web", 0)
+	f := newFixture(t, false, rs, ownedPod(rs, rsGVK, "a"))
+	f.client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		panic("a deletion that panics")
+	})
+	err := f.sync("default/web")
+	if !recovery.IsPanic(err) {
+		t.Fatalf("sync: %v, want the deletion's recovered panic", err)
+	}
+	if !f.c.expectations.Satisfied("default/web") {
+		t.Fatal("the panicked deletion is still expected")
 	}
 }
 

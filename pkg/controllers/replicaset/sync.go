@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/controllers/controllerref"
 	"github.com/berth-cluster/berth/pkg/controllers/podcontrol"
+	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 )
 
 // sync reconciles one owner, in the steps of the package doc.
@@ -162,7 +163,8 @@ func (c *Controller) manageReplicas(ctx context.Context, active []*corev1.Pod, r
 		var wg sync.WaitGroup
 		for _, pod := range victims {
 			wg.Go(func() {
-				err := c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, owner)
+				// Outside the worker's panic boundary: a panic is this deletion's error.
+				err := recovery.Sync(ctx, c.name, func() error { return c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, owner) })
 				if err == nil {
 					return
 				}
