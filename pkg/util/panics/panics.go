@@ -11,6 +11,7 @@ package panics
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"time"
 
@@ -103,9 +104,17 @@ func Record(ctx context.Context, component string, r any) *Error {
 // the API server's own loops) recover and go on instead of ending the process, counting each
 // under the component "library". upstream's components crash there, one process each; berth
 // up runs them all in one, so it calls this once, first.
+//
+// http.ErrAbortHandler is not counted: it is the sentinel with which an HTTP handler ends a
+// response it cannot finish (a reverse proxy or a watch whose client went away), and the API
+// server's panic filter passes it through HandleCrash. utilruntime's own handler does not log
+// it either, so counting it gave a count with no stack to explain it.
 func ContainLibraryPanics() {
 	utilruntime.ReallyCrash = false
-	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(context.Context, any) {
+	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(_ context.Context, r any) {
+		if r == http.ErrAbortHandler {
+			return
+		}
 		Recovered.WithLabelValues("library").Inc()
 	})
 }

@@ -3,6 +3,7 @@ package panics
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -55,5 +56,13 @@ func TestContainLibraryPanicsRecoversHandleCrash(t *testing.T) {
 	}()
 	if got := testutil.ToFloat64(Recovered.WithLabelValues("library")); got != before+1 {
 		t.Errorf("berth_recovered_panics_total{component=library} = %v, want %v", got, before+1)
+	}
+	// An aborted HTTP response is no panic to count (and utilruntime logs no stack for it).
+	func() {
+		defer utilruntime.HandleCrash()
+		panic(http.ErrAbortHandler)
+	}()
+	if got := testutil.ToFloat64(Recovered.WithLabelValues("library")); got != before+1 {
+		t.Errorf("after http.ErrAbortHandler berth_recovered_panics_total{component=library} = %v, want %v", got, before+1)
 	}
 }
