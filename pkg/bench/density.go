@@ -75,6 +75,9 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 		fmt.Fprintf(tw, "fewest nodes Ready in a check\t%d of %d\t\n", held.minReady, o.Nodes)
 		fmt.Fprintf(tw, "oldest Lease renewal seen\t%.1f s\t\n", held.maxLeaseAge.Seconds())
 		fmt.Fprintf(tw, "fewest pods Running in a check\t%d of %d\t\n", held.minRunning, o.Pods)
+		fmt.Fprintf(tw, "API requests while held\t%.0f /s\t\n", held.requestsPerSecond)
+		fmt.Fprintf(tw, "  GETs of ConfigMaps and Secrets\t%.0f /s\t\n", held.objectGetsPerSecond)
+		fmt.Fprintf(tw, "watches open at the end\t%.0f\t\n", held.watches)
 	}
 	tw.Flush()
 	printTable(out, []*latencies{latency})
@@ -90,6 +93,9 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 		result["hold_min_nodes_ready"] = held.minReady
 		result["hold_max_lease_age_s"] = held.maxLeaseAge.Seconds()
 		result["hold_min_pods_running"] = held.minRunning
+		result["hold_api_requests_per_s"] = held.requestsPerSecond
+		result["hold_object_gets_per_s"] = held.objectGetsPerSecond
+		result["hold_watches"] = held.watches
 	}
 	if upPeak > 0 {
 		result["up_peak_rss_bytes"] = upPeak
@@ -102,13 +108,21 @@ func RunDensity(ctx context.Context, out io.Writer, o DensityOptions) error {
 type holdResult struct {
 	minReady, minRunning int
 	maxLeaseAge          time.Duration
+	// requestsPerSecond and objectGetsPerSecond are the API server's rates over the hold
+	// (all requests; GETs of single ConfigMaps and Secrets), watches those open at its end.
+	requestsPerSecond, objectGetsPerSecond, watches float64
 }
 
 // hold checks every 10 s for d that the simulated nodes are Ready with fresh Leases and the
 // pods in ns Running.
 func hold(ctx context.Context, t *target, ns string, nodes, pods int, d time.Duration) (holdResult, error) {
 	r := holdResult{minReady: nodes, minRunning: pods}
-	end := time.Now().Add(d)
+	before, err := t.apiRequests(ctx)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	end := start.Add(d)
 	for time.Now().Before(end) {
 		select {
 		case <-ctx.Done():
@@ -138,5 +152,13 @@ func hold(ctx context.Context, t *target, ns string, nodes, pods int, d time.Dur
 		}
 		r.minRunning = min(r.minRunning, pods-len(notRunning.Items))
 	}
+	after, err := t.apiRequests(ctx)
+	if err != nil {
+		return r, err
+	}
+	took := time.Since(start).Seconds()
+	r.requestsPerSecond = (after.Total - before.Total) / took
+	r.objectGetsPerSecond = (after.ObjectGets - before.ObjectGets) / took
+	r.watches = after.Watches
 	return r, nil
 }

@@ -190,6 +190,49 @@ func (t *target) runtime(ctx context.Context) (goRuntime, error) {
 	return parseGoRuntime(strings.NewReader(string(body))), nil
 }
 
+// apiRequests are counts from the API server's /metrics: every request served, the GETs of
+// single ConfigMaps and Secrets (what the node agents' volumes read), and the watches open.
+type apiRequests struct {
+	Total, ObjectGets, Watches float64
+}
+
+func parseAPIRequests(r io.Reader) apiRequests {
+	var a apiRequests
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "apiserver_request_total{"):
+			a.Total += v
+			if strings.Contains(line, `verb="GET"`) && strings.Contains(line, `scope="resource"`) &&
+				(strings.Contains(line, `resource="configmaps"`) || strings.Contains(line, `resource="secrets"`)) {
+				a.ObjectGets += v
+			}
+		case strings.HasPrefix(line, "apiserver_longrunning_requests{") && strings.Contains(line, `verb="WATCH"`):
+			a.Watches += v
+		}
+	}
+	return a
+}
+
+// apiRequests reads the API server's request counts.
+func (t *target) apiRequests(ctx context.Context) (apiRequests, error) {
+	body, err := t.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apiRequests{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseAPIRequests(strings.NewReader(string(body))), nil
+}
+
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // processCPU is the CPU time a process has used so far (user and system), from /proc.

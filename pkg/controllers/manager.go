@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -60,6 +62,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -263,6 +266,7 @@ var controllers = []controllerEntry{
 			return failed{err}
 		}
 		ctrl.Recorder = c.recorder("garbage-collector")
+		ctrl.Shared = startedInformers{c.informers}
 		return ctrl
 	}},
 	{"podgc", "pod-garbage-collector", 1, func(c controllerContext, cl clients) controller {
@@ -296,6 +300,32 @@ type controllerEntry struct {
 type failed struct{ err error }
 
 func (f failed) Run(context.Context, int) error { return f.err }
+
+// startedInformers are the typed informers the other controllers have started, for the
+// garbage collector: it reads their resources through them instead of a second watch (as
+// kube-controller-manager's informer factory hands it the typed informer of a resource). It
+// creates none: a resource no controller watches stays metadata-only, not a full cache.
+type startedInformers struct {
+	factory informers.SharedInformerFactory
+}
+
+func (s startedInformers) Informer(resource schema.GroupVersionResource, kind schema.GroupVersionKind) (cache.SharedIndexInformer, bool) {
+	obj, err := scheme.Scheme.New(kind)
+	if err != nil {
+		return nil, false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// With a done context this waits for nothing: it reports the started informers' types.
+	if _, started := s.factory.WaitForCacheSyncWithContext(ctx).Synced[reflect.TypeOf(obj)]; !started {
+		return nil, false
+	}
+	generic, err := s.factory.ForResource(resource)
+	if err != nil {
+		return nil, false
+	}
+	return generic.Informer(), true
+}
 
 // build builds the i-th controller with its credentials.
 func (c controllerContext) build(i int) (controller, error) {

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
@@ -202,5 +204,33 @@ func TestRootCABundle(t *testing.T) {
 				t.Errorf("got %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestStartedInformersForTheCollector: the garbage collector gets the typed informers the
+// controllers started, and no informer is created for it.
+func TestStartedInformersForTheCollector(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	podInformer := factory.Core().V1().Pods().Informer()
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	shared := startedInformers{factory}
+
+	got, ok := shared.Informer(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"))
+	if !ok || got.GetIndexer() != podInformer.GetIndexer() {
+		t.Errorf("the pods' informer: %v, %v; want the started one", got, ok)
+	}
+	for _, r := range []struct{ resource, kind string }{{"secrets", "Secret"}, {"widgets", "Widget"}} {
+		if _, ok := shared.Informer(corev1.SchemeGroupVersion.WithResource(r.resource), corev1.SchemeGroupVersion.WithKind(r.kind)); ok {
+			t.Errorf("an informer of %s, which no controller started", r.resource)
+		}
+	}
+	factory.Start(ctx.Done())
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if started := factory.WaitForCacheSyncWithContext(done).Synced; len(started) != 1 {
+		t.Errorf("the factory has started %d informers, want 1 (pods): asking created one", len(started))
 	}
 }

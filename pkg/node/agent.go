@@ -39,6 +39,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/objectcache"
 	"github.com/berth-cluster/berth/pkg/node/oom"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
@@ -360,7 +361,10 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 		}
 		serviceEnv = kl.services.EnvForWithStandIn(standIn, cfg.ReplaceKubernetesService)
 	}
-	kl.volumeManager = volume.NewManager(kl.podsDir(), apiObjects{client}, kl.tokens, func() v1.ResourceList { return allocatable })
+	// The volumes read their objects from watches (the kubelet's Watch change-detection
+	// strategy): the resync asks for every running pod's objects each period.
+	kl.objects = objectcache.New(client, clk)
+	kl.volumeManager = volume.NewManager(kl.podsDir(), kl.objects, kl.tokens, func() v1.ResourceList { return allocatable })
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so
 	// that a restart resumes both.
 	allocated, actuated := openResourceStores(ctx, cfg.DataDir)

@@ -39,6 +39,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/metrics"
 	"github.com/berth-cluster/berth/pkg/node/mirror"
 	"github.com/berth-cluster/berth/pkg/node/nodestatus"
+	"github.com/berth-cluster/berth/pkg/node/objectcache"
 	"github.com/berth-cluster/berth/pkg/node/oom"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
@@ -80,6 +81,8 @@ type Kubelet struct {
 	statusManager status.Manager
 	probeManager  *prober.Manager
 	volumeManager *volume.Manager
+	// objects are the volumes' ConfigMaps and Secrets, each watched while pods read it.
+	objects *objectcache.Cache
 	// tokens are the projected volumes' service-account tokens; ownTokens: Run runs its
 	// clean-up.
 	tokens    *token.Manager
@@ -166,6 +169,7 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 	if kl.ownTokens {
 		forever("token-manager", kl.tokens.Run)
 	}
+	forever("object-cache", kl.objects.Run)
 	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
 	forever("allocation", func(ctx context.Context) { kl.allocation.Run(ctx, kl.syncResizedPod) })
 	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)

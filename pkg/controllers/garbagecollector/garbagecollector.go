@@ -81,6 +81,9 @@ type GarbageCollector struct {
 	// Recorder, when set, gets the OwnerRefInvalidNamespace events and the Warning events on
 	// objects whose processing panicked.
 	Recorder events.EventRecorder
+	// Shared, when set, are the other controllers' informers: a resource one of them watches
+	// is read through it rather than through a metadata informer of the collector's own.
+	Shared SharedInformers
 }
 
 // NewGarbageCollector returns a collector that reads and writes through meta, maps kinds with
@@ -117,6 +120,7 @@ func NewGarbageCollector(meta metadata.Interface, mapper meta.ResettableRESTMapp
 func (gc *GarbageCollector) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	gc.graph.recorder = gc.Recorder
+	gc.monitors.shared = gc.Shared
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	graphDone := make(chan struct{})

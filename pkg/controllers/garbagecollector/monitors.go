@@ -20,18 +20,35 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// monitor is one resource's metadata-only informer, feeding the graph builder. Each has its
-// own context, so that a resource discovery stops reporting (a deleted CRD) stops being
-// watched.
+// monitor is one resource's informer, feeding the graph builder: a metadata-only informer of
+// its own, or the typed shared informer another controller already runs. Each own informer
+// has its own context, so that a resource discovery stops reporting (a deleted CRD) stops
+// being watched.
 type monitor struct {
 	informer cache.SharedIndexInformer
-	cancel   context.CancelFunc
+	// registration is the collector's handler on a shared informer; nil for an own informer.
+	registration cache.ResourceEventHandlerRegistration
+	// cancel stops an own informer, or removes the handler from a shared one.
+	cancel context.CancelFunc
 	// listFailing is set when the informer's first list fails, so that one resource the
 	// collector cannot list does not hold the others' sync back.
 	listFailing atomic.Bool
 }
 
-func (m *monitor) synced() bool { return m.informer.HasSynced() || m.listFailing.Load() }
+func (m *monitor) synced() bool {
+	if m.registration != nil {
+		return m.registration.HasSynced()
+	}
+	return m.informer.HasSynced() || m.listFailing.Load()
+}
+
+// SharedInformers are the typed informers the other controllers run (from their shared
+// informer factory), by resource. The collector reads a resource through one of them when
+// there is one, as kube-controller-manager's does, rather than watching and caching the same
+// objects a second time.
+type SharedInformers interface {
+	Informer(resource schema.GroupVersionResource, kind schema.GroupVersionKind) (cache.SharedIndexInformer, bool)
+}
 
 // monitors are the running monitors by resource.
 type monitors struct {
@@ -40,6 +57,8 @@ type monitors struct {
 	ignored  map[schema.GroupResource]struct{}
 	// handler turns an informer's notification into a graph change.
 	handler func(gvk schema.GroupVersionKind) cache.ResourceEventHandler
+	// shared, if not nil, has the resources read through other controllers' informers.
+	shared SharedInformers
 
 	mu      sync.Mutex
 	running map[schema.GroupVersionResource]*monitor
@@ -83,8 +102,18 @@ func (ms *monitors) sync(ctx context.Context, resources map[schema.GroupVersionR
 	return errors.Join(errs...)
 }
 
-// start runs resource's informer until ctx is done or the monitor is cancelled.
+// start runs resource's informer until ctx is done or the monitor is cancelled; for a resource
+// with a shared informer, it adds the collector's handler to it instead.
 func (ms *monitors) start(ctx context.Context, resource schema.GroupVersionResource, kind schema.GroupVersionKind) *monitor {
+	if ms.shared != nil {
+		if informer, ok := ms.shared.Informer(resource, kind); ok {
+			m, err := ms.join(informer, kind)
+			if err == nil {
+				return m
+			}
+			klog.FromContext(ctx).Info("Watching a resource apart from its shared informer", "resource", resource, "err", err)
+		}
+	}
 	informer := metadatainformer.NewFilteredMetadataInformer(ms.metadata, resource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = informer.SetTransform(trimMetadata)
 	m := &monitor{informer: informer}
@@ -103,6 +132,19 @@ func (ms *monitors) start(ctx context.Context, resource schema.GroupVersionResou
 	ctx, m.cancel = context.WithCancel(ctx)
 	ms.wg.Go(func() { informer.RunWithContext(ctx) })
 	return m
+}
+
+// join adds the collector's handler to a shared informer (which replays its cache to it).
+func (ms *monitors) join(informer cache.SharedIndexInformer, kind schema.GroupVersionKind) (*monitor, error) {
+	registration, err := informer.AddEventHandler(ms.handler(kind))
+	if err != nil {
+		return nil, err
+	}
+	return &monitor{
+		informer:     informer,
+		registration: registration,
+		cancel:       func() { _ = informer.RemoveEventHandler(registration) },
+	}, nil
 }
 
 // synced reports whether there is a monitor and every monitor has synced or is failing to
