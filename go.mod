@@ -42,6 +42,11 @@ require (
 )
 
 require (
+	k8s.io/apiextensions-apiserver v0.37.2 // indirect
+	k8s.io/kube-aggregator v0.37.2 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect

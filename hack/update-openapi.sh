@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates pkg/apiserver/openapi/zz_generated.openapi.go: the OpenAPI definitions of the
-# k8s.io/api types berth serves. kubectl explain, apply validation and server-side apply read them.
+# k8s.io/api types berth serves, and of the CustomResourceDefinitions and APIServices its
+# apiextensions and aggregator servers serve. kubectl explain, apply validation and server-side apply read them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report=$(mktemp)
@@ -30,6 +31,14 @@ GOFLAGS=-mod=mod go run k8s.io/kube-openapi/cmd/openapi-gen \
   k8s.io/api/discovery/v1 \
   k8s.io/api/networking/v1 \
   k8s.io/api/node/v1 \
+  k8s.io/api/admissionregistration/v1 \
+  k8s.io/api/certificates/v1 \
+  k8s.io/api/flowcontrol/v1 \
+  k8s.io/api/storage/v1 \
+  k8s.io/api/resource/v1 \
+  k8s.io/api/storagemigration/v1 \
+  k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1 \
+  k8s.io/kube-aggregator/pkg/apis/apiregistration/v1 \
   k8s.io/apimachinery/pkg/apis/meta/v1 \
   k8s.io/apimachinery/pkg/runtime \
   k8s.io/apimachinery/pkg/version \

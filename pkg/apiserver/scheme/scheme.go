@@ -9,20 +9,26 @@
 package scheme
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +63,12 @@ var GroupVersions = []schema.GroupVersion{
 	discoveryv1.SchemeGroupVersion,
 	networkingv1.SchemeGroupVersion,
 	nodev1.SchemeGroupVersion,
+	admissionregistrationv1.SchemeGroupVersion,
+	certificatesv1.SchemeGroupVersion,
+	flowcontrolv1.SchemeGroupVersion,
+	storagev1.SchemeGroupVersion,
+	resourcev1.SchemeGroupVersion,
+	storagemigrationv1.SchemeGroupVersion,
 }
 
 func init() {
@@ -74,6 +86,9 @@ func init() {
 	utilruntime.Must(discoveryv1.AddToScheme(Scheme))
 	utilruntime.Must(networkingv1.AddToScheme(Scheme))
 	utilruntime.Must(nodev1.AddToScheme(Scheme))
+	for _, add := range moreGroups {
+		utilruntime.Must(add(Scheme))
+	}
 
 	for _, gv := range GroupVersions {
 		addAsInternal(Scheme, gv)
@@ -117,6 +132,14 @@ func addAsInternal(s *runtime.Scheme, gv schema.GroupVersion) {
 	}
 }
 
+// moreGroups are the groups a v1.37 kube-apiserver serves beyond the workloads and
+// identities: admission configuration, certificates, API priority and fairness, storage,
+// dynamic resource allocation, and storage version migration.
+var moreGroups = []func(*runtime.Scheme) error{
+	admissionregistrationv1.AddToScheme, certificatesv1.AddToScheme, flowcontrolv1.AddToScheme,
+	storagev1.AddToScheme, resourcev1.AddToScheme, storagemigrationv1.AddToScheme,
+}
+
 // External holds only the external versions. The OpenAPI definition namer reads it, so that
 // the internal versions do not leak into x-kubernetes-group-version-kind.
 var External = runtime.NewScheme()
@@ -127,6 +150,9 @@ func init() {
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme, rbacv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme,
 	} {
+		utilruntime.Must(add(External))
+	}
+	for _, add := range moreGroups {
 		utilruntime.Must(add(External))
 	}
 	metav1.AddToGroupVersion(External, schema.GroupVersion{Version: "v1"})
