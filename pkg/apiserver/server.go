@@ -26,9 +26,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/union"
@@ -37,6 +39,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	unionauthz "k8s.io/apiserver/pkg/authorization/union"
+	discoveryendpoint "k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -45,11 +48,14 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/klog/v2"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
+	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
@@ -109,7 +115,8 @@ const (
 
 // Server is a configured API server, ready to Run.
 type Server struct {
-	generic *genericapiserver.GenericAPIServer
+	// front is the chain's first server, the aggregator: the one that runs.
+	front *aggregatorapiserver.APIAggregator
 	// Port is the port it serves on (known once New returns, also when Config.Port was 0).
 	Port int
 }
@@ -176,7 +183,8 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applyStorage(c, &rc.Config, effective); err != nil {
+	storage, err := applyStorage(c, &rc.Config, effective)
+	if err != nil {
 		return nil, err
 	}
 	applyOpenAPI(&rc.Config)
@@ -194,10 +202,18 @@ func New(c Config) (*Server, error) {
 		return nil, fmt.Errorf("loopback dynamic client: %w", err)
 	}
 	rc.ClientConfig = rc.LoopbackClientConfig
+	// Webhooks (admission and CRD conversion) and aggregated APIs are reached at their
+	// Services' endpoints; their clients authenticate as kube-apiserver's do.
+	resolver, err := newServiceResolver(rc.SharedInformerFactory, rc.LoopbackClientConfig.Host)
+	if err != nil {
+		return nil, err
+	}
+	webhookAuth := webhook.NewDefaultAuthenticationInfoResolverWrapper(proxyTransport, nil, rc.LoopbackClientConfig, rc.TracerProvider)
 	admissionOptions := genericoptions.NewAdmissionOptions()
 	berthadmission.Register(admissionOptions.Plugins)
 	admissionOptions.RecommendedPluginOrder = berthadmission.Order
-	if err := admissionOptions.ApplyTo(&rc.Config, rc.SharedInformerFactory, client, dynamicClient, rc.FeatureGate, effective); err != nil {
+	if err := admissionOptions.ApplyTo(&rc.Config, rc.SharedInformerFactory, client, dynamicClient, rc.FeatureGate, effective,
+		webhookinit.NewPluginInitializer(webhookAuth, resolver)); err != nil {
 		return nil, fmt.Errorf("admission: %w", err)
 	}
 	rc.AddPostStartHookOrDie("berth-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
@@ -221,8 +237,17 @@ func New(c Config) (*Server, error) {
 		})
 	}
 
+	// The chain (chain.go): the other two servers start from this configuration as it is
+	// now, before berth's own server completes it, and they all publish their groups in one
+	// aggregated discovery document.
+	rc.AggregatedDiscoveryGroupManager = discoveryendpoint.NewResourceManager("apis")
+	base := rc.Config
+	crds, err := newAPIExtensions(base, rc.SharedInformerFactory, storage, resolver, webhookAuth)
+	if err != nil {
+		return nil, err
+	}
 	completed := rc.Complete()
-	gs, err := completed.New("berth-apiserver", genericapiserver.NewEmptyDelegate())
+	gs, err := completed.New("berth-apiserver", crds.GenericAPIServer)
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
@@ -238,15 +263,25 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	tokens.installOpenID(gs, completed.ExternalAddress)
-	installEmptyCRDList(gs)
 	installLazyOpenAPI(gs, rc.OpenAPIConfig, rc.OpenAPIV3Config)
-	return &Server{generic: gs, Port: port}, nil
+	front, err := newAggregator(base, rc.SharedInformerFactory, storage, resolver, gs)
+	if err != nil {
+		return nil, err
+	}
+	if err := registerAPIServices(front, gs, crds); err != nil {
+		return nil, err
+	}
+	return &Server{front: front, Port: port}, nil
 }
 
 // Run serves until ctx is done, then shuts down: it stops accepting requests, lets running
 // ones finish, and closes the watches and the storage.
 func (s *Server) Run(ctx context.Context) error {
-	return s.generic.PrepareRun().RunWithContext(ctx)
+	prepared, err := s.front.PrepareRun()
+	if err != nil {
+		return err
+	}
+	return prepared.Run(ctx)
 }
 
 func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
@@ -333,7 +368,7 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 // written often, read rarely and expire, so caching them costs memory and decoding for
 // nothing. The two event resources share one prefix, as in Kubernetes. All resources share
 // one etcd client (package sharedetcd).
-func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibility.EffectiveVersion) error {
+func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibility.EffectiveVersion) (storageOptions, error) {
 	prefix := c.EtcdPrefix
 	if prefix == "" {
 		prefix = "/registry"
@@ -358,14 +393,15 @@ func applyStorage(c Config, gc *genericapiserver.Config, effective basecompatibi
 	factory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
 	gc.MergedResourceConfig = resources
 	if err := etcd.ApplyWithStorageFactoryTo(factory, gc); err != nil {
-		return fmt.Errorf("etcd storage: %w", err)
+		return storageOptions{}, fmt.Errorf("etcd storage: %w", err)
 	}
-	gc.RESTOptionsGetter = sharedetcd.NewGetter(gc.RESTOptionsGetter, uncached...)
-	return nil
+	shared := sharedetcd.NewGetter(gc.RESTOptionsGetter, uncached...)
+	gc.RESTOptionsGetter = shared
+	return storageOptions{etcd: etcd, shared: shared}, nil
 }
 
 func applyOpenAPI(gc *genericapiserver.Config) {
-	namer := openapinamer.NewDefinitionNamer(scheme.External)
+	namer := openapinamer.NewDefinitionNamer(scheme.External, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme)
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
 	gc.OpenAPIConfig.Info.Title = "Kubernetes"
 	gc.OpenAPIConfig.Info.Version = version.GitVersion()

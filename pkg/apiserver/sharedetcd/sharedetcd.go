@@ -55,17 +55,28 @@ type Getter struct {
 	// --watch-cache-sizes entries of size 0); every other one is behind it.
 	uncached map[schema.GroupResource]bool
 
+	*pool
+}
+
+// pool is the clients the Getters made by one NewGetter (and its For) share.
+type pool struct {
 	mu      sync.Mutex
 	clients map[string]*sharedClient
 }
 
 // NewGetter wraps inner; uncached names the resources served straight from etcd.
 func NewGetter(inner generic.RESTOptionsGetter, uncached ...schema.GroupResource) *Getter {
-	g := &Getter{inner: inner, uncached: map[schema.GroupResource]bool{}, clients: map[string]*sharedClient{}}
+	g := &Getter{inner: inner, uncached: map[schema.GroupResource]bool{}, pool: &pool{clients: map[string]*sharedClient{}}}
 	for _, gr := range uncached {
 		g.uncached[gr] = true
 	}
 	return g
+}
+
+// For wraps another server's getter (the CRD and aggregator servers of the chain, and the
+// custom resources' stores) on g's clients, all its resources behind the watch cache.
+func (g *Getter) For(inner generic.RESTOptionsGetter) *Getter {
+	return &Getter{inner: inner, uncached: map[schema.GroupResource]bool{}, pool: g.pool}
 }
 
 // GetRESTOptions is inner's options with the storage built on the shared client.
@@ -171,7 +182,7 @@ type sharedClient struct {
 // acquire returns the client of t's cluster, connecting at first use, with its compactor
 // running at the first store's interval (0: none). berth's stores share one storage
 // configuration, so they all ask for the same.
-func (g *Getter) acquire(t storagebackend.TransportConfig, compaction time.Duration) (*sharedClient, error) {
+func (g *pool) acquire(t storagebackend.TransportConfig, compaction time.Duration) (*sharedClient, error) {
 	key := fmt.Sprintf("%v|%s|%s|%s", t.ServerList, t.KeyFile, t.CertFile, t.TrustedCAFile)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -195,7 +206,7 @@ func (g *Getter) acquire(t storagebackend.TransportConfig, compaction time.Durat
 }
 
 // release closes the client once no store uses it.
-func (g *Getter) release(c *sharedClient) {
+func (g *pool) release(c *sharedClient) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c.refs--; c.refs > 0 {
