@@ -22,6 +22,7 @@ require (
 	google.golang.org/grpc v1.82.1
 	gopkg.in/go-jose/go-jose.v2 v2.6.3
 	k8s.io/api v0.37.2
+	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.2
 	k8s.io/client-go v0.37.2
@@ -29,8 +30,10 @@ require (
 	k8s.io/component-helpers v0.37.2
 	k8s.io/cri-api v0.37.2
 	k8s.io/cri-client v0.37.2
+	k8s.io/dynamic-resource-allocation v0.37.2
 	k8s.io/endpointslice v0.37.2
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kube-aggregator v0.37.2
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	k8s.io/kube-scheduler v0.37.2
 	k8s.io/kubelet v0.37.2
@@ -39,11 +42,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 	sigs.k8s.io/yaml v1.6.0
-)
-
-require (
-	k8s.io/apiextensions-apiserver v0.37.2 // indirect
-	k8s.io/kube-aggregator v0.37.2 // indirect
 )
 
 require (

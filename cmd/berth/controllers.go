@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-cluster/berth/pkg/controllers"
+	"github.com/berth-cluster/berth/pkg/controllers/certificates/csrsigning"
 	"github.com/berth-cluster/berth/pkg/controllers/podgc"
 )
 
@@ -41,6 +42,12 @@ func newControllersCommand() *cobra.Command {
 		"number of terminated pods that can exist before the terminated pod garbage collector starts deleting them; if <= 0, it deletes none")
 	cmd.Flags().StringSliceVar(&opts.Controllers, "controllers", []string{"*"},
 		"a list of controllers to enable: '*' enables all, 'foo' enables the controller named 'foo', '-foo' disables it")
+	cmd.Flags().StringVar(&opts.ClusterSigningCertFile, "cluster-signing-cert-file", "",
+		"PEM-encoded X509 CA certificate used to issue cluster-scoped certificates (the kubernetes.io signers of certificatesigningrequests); without it and --cluster-signing-key-file, CSRs are not signed")
+	cmd.Flags().StringVar(&opts.ClusterSigningKeyFile, "cluster-signing-key-file", "",
+		"PEM-encoded RSA or ECDSA private key used to sign cluster-scoped certificates")
+	cmd.Flags().DurationVar(&opts.ClusterSigningDuration, "cluster-signing-duration", csrsigning.DefaultDuration,
+		"the max length of duration signed certificates will be given; individual CSRs may request shorter certs by setting spec.expirationSeconds")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

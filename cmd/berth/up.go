@@ -162,7 +162,11 @@ which kubectl and client-go use to reach it, and keeps all state in DATA_DIR acr
 				// A stable identity in the Leases: a restarted `berth up` takes its Leases back at
 				// once instead of waiting for its previous self's to expire.
 				cfg.Components = append([]cluster.Component{{Name: "controllers", Identity: cluster.ControllerManagerIdentity, Run: func(ctx context.Context, config *rest.Config) error {
-					return controllers.Run(ctx, config, controllers.Options{LeaderElect: true, Identity: upIdentity(), UseServiceAccountCredentials: true})
+					// The cluster CA signs approved CSRs, as kube-controller-manager's
+					// --cluster-signing-cert-file in a kubeadm cluster.
+					pki := cluster.PKIDir(f.dataDir)
+					return controllers.Run(ctx, config, controllers.Options{LeaderElect: true, Identity: upIdentity(), UseServiceAccountCredentials: true,
+						ClusterSigningCertFile: filepath.Join(pki, "ca.crt"), ClusterSigningKeyFile: filepath.Join(pki, "ca.key")})
 				}}}, cfg.Components...)
 			}
 			if f.runNode {

@@ -5,19 +5,23 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -51,6 +55,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/podtemplate"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/replicationcontroller"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/resourcequota"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
@@ -137,6 +142,26 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	if err != nil {
 		return err
 	}
+	certificates, err := certificatesStorage(getter, authz)
+	if err != nil {
+		return err
+	}
+	admissionRegistration, err := admissionregistrationStorage(getter)
+	if err != nil {
+		return err
+	}
+	networking, err := networkingStorage(getter, ipAddresses, serviceCIDRs)
+	if err != nil {
+		return err
+	}
+	storageGroup, err := storageStorage(getter)
+	if err != nil {
+		return err
+	}
+	flowcontrol, err := flowcontrolStorage(getter)
+	if err != nil {
+		return err
+	}
 	groups := []struct {
 		group, version string
 		storage        map[string]rest.Storage
@@ -158,17 +183,22 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 		{appsv1.GroupName, "v1", apps},
 		{discoveryv1.GroupName, "v1", map[string]rest.Storage{"endpointslices": slices}},
 		{nodev1.GroupName, "v1", map[string]rest.Storage{"runtimeclasses": runtimeClasses}},
-		{networkingv1.GroupName, "v1", map[string]rest.Storage{
-			"ipaddresses":         ipAddresses,
-			"servicecidrs":        serviceCIDRs.ServiceCIDR,
-			"servicecidrs/status": serviceCIDRs.Status,
-		}},
+		{networkingv1.GroupName, "v1", networking},
 		{batchv1.GroupName, "v1", batchStorage},
+		{certificatesv1.GroupName, "v1", certificates},
 		{policyv1.GroupName, "v1", map[string]rest.Storage{
 			"poddisruptionbudgets":        pdbs.PodDisruptionBudget,
 			"poddisruptionbudgets/status": pdbs.Status,
 		}},
+		{admissionregistrationv1.GroupName, "v1", admissionRegistration},
+		{storagev1.GroupName, "v1", storageGroup},
+		{flowcontrolv1.GroupName, "v1", flowcontrol},
 	}
+	more, err := resourceGroups(getter, core["namespaces"].(rest.Getter), authz)
+	if err != nil {
+		return err
+	}
+	groups = append(groups, more...)
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
 	for _, g := range groups {
 		info := newGroup(g.group)
@@ -320,6 +350,10 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 	if err != nil {
 		return nil, err
 	}
+	quotas, err := resourcequota.NewStorage(getter)
+	if err != nil {
+		return nil, err
+	}
 	podTemplates, err := podtemplate.NewREST(getter)
 	if err != nil {
 		return nil, err
@@ -367,6 +401,9 @@ func coreStorage(getter generic.RESTOptionsGetter, kubelet *pod.KubeletConnectio
 		"endpoints":    eps,
 		"podtemplates": podTemplates,
 		"limitranges":  limitRanges,
+
+		"resourcequotas":        quotas.ResourceQuota,
+		"resourcequotas/status": quotas.Status,
 
 		"replicationcontrollers":        rcs.ReplicationController,
 		"replicationcontrollers/status": rcs.Status,

@@ -3,6 +3,7 @@ package apiserver
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -18,6 +19,9 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/apps/statefulset"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/batch/cronjob"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/batch/job"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/certificates/certificatesigningrequest"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/certificates/clustertrustbundle"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/certificates/podcertificaterequest"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/configmap"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/endpoints"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/event"
@@ -29,6 +33,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/pod"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/podtemplate"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/replicationcontroller"
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/resourcequota"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/secret"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/service"
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/core/serviceaccount"
@@ -53,6 +58,7 @@ func init() {
 	addDefaults(s, endpoints.SetDefaults, func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })
 	addDefaults(s, endpointslice.SetDefaults, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })
 	addDefaults(s, limitrange.SetDefaults, func(l *corev1.LimitRangeList) []corev1.LimitRange { return l.Items })
+	addDefaults(s, resourcequota.SetDefaults, func(l *corev1.ResourceQuotaList) []corev1.ResourceQuota { return l.Items })
 	addDefaults(s, podtemplate.SetDefaults, func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items })
 	addDefaults(s, service.SetDefaults, func(l *corev1.ServiceList) []corev1.Service { return l.Items })
 	addDefaults(s, priorityclass.SetDefaults, func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })
@@ -86,6 +92,7 @@ func init() {
 		{"Endpoints", endpoints.Fields, &corev1.Endpoints{}},
 		{"PodTemplate", podtemplate.Fields, &corev1.PodTemplate{}},
 		{"LimitRange", limitrange.Fields, &corev1.LimitRange{}},
+		{"ResourceQuota", resourcequota.Fields, &corev1.ResourceQuota{}},
 		{"ReplicationController", replicationcontroller.Fields, &corev1.ReplicationController{}},
 		{"PersistentVolumeClaim", persistentvolumeclaim.Fields, &corev1.PersistentVolumeClaim{}},
 		{"PersistentVolume", persistentvolume.Fields, &corev1.PersistentVolume{}},
@@ -102,6 +109,21 @@ func init() {
 
 	utilruntime.Must(s.AddFieldLabelConversionFunc(v1.WithKind("Event"), event.CoreFieldLabelConversion))
 	utilruntime.Must(s.AddFieldLabelConversionFunc(eventsv1.SchemeGroupVersion.WithKind("Event"), event.EventsFieldLabelConversion))
+
+	// certificates.k8s.io/v1: requests and bundles are selected by spec.signerName, pod
+	// certificate requests also by pod and node; only the latter have defaults.
+	addDefaults(s, podcertificaterequest.SetDefaults, func(l *certificatesv1.PodCertificateRequestList) []certificatesv1.PodCertificateRequest {
+		return l.Items
+	})
+	certs := certificatesv1.SchemeGroupVersion
+	utilruntime.Must(s.AddFieldLabelConversionFunc(certs.WithKind("CertificateSigningRequest"), registry.FieldLabelConversion(certificatesigningrequest.Fields, &certificatesv1.CertificateSigningRequest{})))
+	utilruntime.Must(s.AddFieldLabelConversionFunc(certs.WithKind("ClusterTrustBundle"), registry.FieldLabelConversion(clustertrustbundle.Fields, &certificatesv1.ClusterTrustBundle{})))
+	utilruntime.Must(s.AddFieldLabelConversionFunc(certs.WithKind("PodCertificateRequest"), registry.FieldLabelConversion(podcertificaterequest.Fields, &certificatesv1.PodCertificateRequest{})))
+
+	addAdmissionRegistrationDefaults(s)
+	addNetworkingStorageDefaults(s)
+	addResourceDefaults(s)
+	addFlowcontrolDefaults(s)
 }
 
 // addDefaults registers a resource's defaulting function for the object and for its list.

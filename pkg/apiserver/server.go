@@ -13,19 +13,25 @@ import (
 	"strconv"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -146,6 +152,12 @@ var servedGroupVersions = []schema.GroupVersion{
 	appsv1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
 	policyv1.SchemeGroupVersion,
+	certificatesv1.SchemeGroupVersion,
+	admissionregistrationv1.SchemeGroupVersion,
+	storagev1.SchemeGroupVersion,
+	flowcontrolv1.SchemeGroupVersion,
+	resourcev1.SchemeGroupVersion,
+	storagemigrationv1.SchemeGroupVersion,
 }
 
 // New builds the API server.
@@ -220,6 +232,10 @@ func New(c Config) (*Server, error) {
 		go bootstrap(ctx, client)
 		return nil
 	})
+	// API Priority and Fairness' default flow schemas and priority levels (flowcontrol.go).
+	if err := addFlowcontrolBootstrapHook(rc); err != nil {
+		return nil, err
+	}
 	// The bootstrap roles are reconciled once the RBAC API is served; until then there is
 	// nothing to write them to, and a hook that never finishes would keep /readyz failing.
 	if slices.Contains(servedGroupVersions, rbacv1.SchemeGroupVersion) {

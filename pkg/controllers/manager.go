@@ -27,8 +27,13 @@
 //   - garbagecollector deletes what ownerReferences say has lost its owners (background,
 //     foreground and orphan propagation); podgc deletes terminated pods over the threshold and
 //     pods of deleted nodes;
+//   - csrapproving approves kubelets' client CSRs per SubjectAccessReview, csrsigning signs
+//     approved CSRs of Kubernetes' signers with the cluster CA (--cluster-signing-cert-file),
+//     and csrcleaner deletes CSRs once done with or abandoned;
 //   - pvc-protection and pv-protection remove the protection
-//     finalizers of deleted claims no pod uses and of deleted volumes no claim is bound to.
+//     finalizers of deleted claims no pod uses and of deleted volumes no claim is bound to;
+//   - resourcequota keeps each ResourceQuota's status.hard and status.used, which the API
+//     server's ResourceQuota admission enforces.
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -87,6 +92,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/controllers/pvprotection"
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
 	"github.com/berth-cluster/berth/pkg/controllers/replicaset"
+	"github.com/berth-cluster/berth/pkg/controllers/resourcequota"
 	"github.com/berth-cluster/berth/pkg/controllers/rootcacertpublisher"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
 	"github.com/berth-cluster/berth/pkg/controllers/servicecidrs"
@@ -110,6 +116,8 @@ type controllerContext struct {
 	rootCA []byte
 	// terminatedPodGCThreshold is how many terminated pods pod GC keeps.
 	terminatedPodGCThreshold int
+	// signing is the CA and duration csrsigning signs with.
+	signing signingOptions
 	// enabled is the indices in controllers of those to run.
 	enabled []int
 	// credentials gives each controller the client config it writes with: its own service
@@ -282,11 +290,25 @@ var controllers = []controllerEntry{
 		ctrl.Recorder = c.recorder("pv-protection")
 		return ctrl
 	}},
+	{"resourcequota", "resourcequota-controller", 5, func(c controllerContext, cl clients) controller {
+		// What it counts is what the server serves: discovered once per build. A partial
+		// answer (an aggregated group down) counts the rest.
+		resources, err := cl.client.Discovery().ServerPreferredNamespacedResources()
+		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+			return failed{fmt.Errorf("discovering the resources to count: %w", err)}
+		}
+		ctrl := resourcequota.NewController(cl.client.CoreV1(), c.informers, resources)
+		ctrl.Recorder = c.recorder("resourcequota")
+		return ctrl
+	}},
 	{"root-ca-cert-publisher", "root-ca-cert-publisher", 1, func(c controllerContext, cl clients) controller {
 		ctrl := rootcacertpublisher.NewPublisher(cl.client, c.informers.Core().V1().ConfigMaps(), c.informers.Core().V1().Namespaces(), c.rootCA)
 		ctrl.Recorder = c.recorder("root-ca-cert-publisher")
 		return ctrl
 	}},
+	{"csrsigning", "certificate-controller", 5, buildCSRSigning},
+	{"csrapproving", "certificate-controller", 5, buildCSRApproving},
+	{"csrcleaner", "certificate-controller", 1, buildCSRCleaner},
 }
 
 type controllerEntry struct {
@@ -377,6 +399,13 @@ type Options struct {
 	// Controllers picks the controllers to run, as kube-controller-manager's --controllers:
 	// "*" is all of them, "foo" adds foo and "-foo" removes it; empty means "*".
 	Controllers []string
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA csrsigning signs with
+	// (kube-controller-manager's --cluster-signing-cert-file and --cluster-signing-key-file);
+	// without them csrsigning does nothing.
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	// ClusterSigningDuration is the longest certificate csrsigning issues
+	// (--cluster-signing-duration); zero means a year.
+	ClusterSigningDuration time.Duration
 }
 
 // enabled is the indices in controllers that names pick, or an error naming an unknown one.
@@ -447,6 +476,7 @@ func Run(ctx context.Context, config *rest.Config, opts Options) error {
 	if opts.TerminatedPodGCThreshold != nil {
 		cc.terminatedPodGCThreshold = *opts.TerminatedPodGCThreshold
 	}
+	cc.signing = signingOptions{certFile: opts.ClusterSigningCertFile, keyFile: opts.ClusterSigningKeyFile, duration: opts.ClusterSigningDuration}
 	if cc.enabled, err = enabled(opts.Controllers); err != nil {
 		return err
 	}

@@ -2,7 +2,8 @@
 // ("decode → default → validate → admit → store") for what Kubernetes does in admission rather
 // than in defaulting — the service account of a pod, its priority, its default tolerations,
 // its RuntimeClass's overhead and scheduling, its LimitRanges' defaults and bounds, the
-// protection finalizers of claims and volumes, which claims may grow — and what a node's
+// protection finalizers of claims and volumes, which claims may grow, what quota allows
+// (ResourceQuota, k8s.io/apiserver's plugin with berth's evaluators) — and what a node's
 // credentials may write (NodeRestriction).
 // NamespaceLifecycle comes from k8s.io/apiserver itself.
 package admission
@@ -10,6 +11,10 @@ package admission
 import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 )
 
 // Order is the order of the admission chain, as kube-apiserver orders the same plugins.
@@ -24,6 +29,19 @@ var Order = []string{
 	StorageObjectInUseProtectionPluginName,
 	PersistentVolumeClaimResizePluginName,
 	RuntimeClassPluginName,
+	CertificateApprovalPluginName,
+	CertificateSigningPluginName,
+	ClusterTrustBundleAttestPluginName,
+	CertificateSubjectRestrictionPluginName,
+	// The extension points, k8s.io/apiserver's own plugins, after the built-in rules and
+	// before quota, in kube-apiserver's order: policies and webhooks see the object as the
+	// other plugins made it.
+	mutatingadmissionpolicy.PluginName,
+	mutatingwebhook.PluginName,
+	validatingadmissionpolicy.PluginName,
+	validatingwebhook.PluginName,
+	// Last, as in kube-apiserver: quota charges the object as the other plugins left it.
+	ResourceQuotaPluginName,
 }
 
 // Register adds berth's plugins to plugins.
@@ -36,6 +54,8 @@ func Register(plugins *admission.Plugins) {
 	registerStorageObjectInUseProtection(plugins)
 	registerPersistentVolumeClaimResize(plugins)
 	registerRuntimeClass(plugins)
+	registerCertificates(plugins)
+	registerResourceQuota(plugins)
 }
 
 // isPod reports whether the request is for a pod itself, not one of its subresources.
