@@ -1,13 +1,21 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emicklei/go-restful/v3"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/apiserver/pkg/server/routes"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -40,17 +48,59 @@ func installLazyOpenAPI(gs *genericapiserver.GenericAPIServer, v2 *openapicommon
 		routes.OpenAPI{V3Config: &build}.InstallV3(container, m)
 	})
 	gs.Handler.NonGoRestfulMux.Handle("/openapi/v2", v2Handler)
-	gs.Handler.NonGoRestfulMux.Handle("/openapi/v3", v3Handler)
+	gs.Handler.NonGoRestfulMux.Handle("/openapi/v3", unbuiltV3Index(container, v3Handler))
 	gs.Handler.NonGoRestfulMux.HandlePrefix("/openapi/v3/", v3Handler)
 }
 
-// lazily serves the handlers install registers on a mux of its own, calling install at the
-// first request; requests that come meanwhile wait for it.
-func lazily(name string, install func(*mux.PathRecorderMux)) http.Handler {
-	var once sync.Once
-	m := mux.NewPathRecorderMux(name)
+// lazyHandler serves the handlers install registers on a mux of its own, calling install at
+// the first request; requests that come meanwhile wait for it.
+type lazyHandler struct {
+	once  sync.Once
+	built atomic.Bool
+	mux   *mux.PathRecorderMux
+	build func(*mux.PathRecorderMux)
+}
+
+func lazily(name string, install func(*mux.PathRecorderMux)) *lazyHandler {
+	return &lazyHandler{mux: mux.NewPathRecorderMux(name), build: install}
+}
+
+func (h *lazyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.once.Do(func() {
+		h.build(h.mux)
+		h.built.Store(true)
+	})
+	h.mux.ServeHTTP(w, r)
+}
+
+// unbuiltV3Index answers /openapi/v3, the index of the v3 documents, without building them
+// while none was asked for. The aggregator in front of the chain reads every server's index
+// at start and once a minute to learn which group versions it serves, and the index names
+// each document by a hash of its content, which only the build can tell; so until a
+// document is asked for, the index names each one with a placeholder hash, unique to this
+// process. A client that follows it gets the document (the build happens then) through
+// OpenAPI v3's redirect to the document's real hash, and the aggregator's next read of the
+// index has the real hashes.
+func unbuiltV3Index(container *restful.Container, v3 *lazyHandler) http.Handler {
+	placeholder := fmt.Sprintf("unbuilt-%d", time.Now().UnixNano())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		once.Do(func() { install(m) })
-		m.ServeHTTP(w, r)
+		if v3.built.Load() {
+			v3.ServeHTTP(w, r)
+			return
+		}
+		index := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
+		for _, ws := range container.RegisteredWebServices() {
+			gv := strings.TrimPrefix(ws.RootPath(), "/")
+			index.Paths[gv] = handler3.OpenAPIV3DiscoveryGroupVersion{
+				ServerRelativeURL: "/openapi/v3/" + gv + "?hash=" + placeholder,
+			}
+		}
+		body, err := json.Marshal(index)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
 	})
 }
