@@ -33,7 +33,9 @@
 //   - pvc-protection and pv-protection remove the protection
 //     finalizers of deleted claims no pod uses and of deleted volumes no claim is bound to;
 //   - resourcequota keeps each ResourceQuota's status.hard and status.used, which the API
-//     server's ResourceQuota admission enforces.
+//     server's ResourceQuota admission enforces;
+//   - validatingadmissionpolicy-status type-checks ValidatingAdmissionPolicies' expressions
+//     and publishes the warnings in their status.
 //
 // `berth up` and `berth controllers` call Run. With leader election, replicas share one
 // coordination.k8s.io Lease and only its holder runs the controllers.
@@ -55,10 +57,13 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	validatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
@@ -75,6 +80,7 @@ import (
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/klog/v2"
 
+	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
 	"github.com/berth-cluster/berth/pkg/controllers/clusterroleaggregation"
 	"github.com/berth-cluster/berth/pkg/controllers/cronjob"
 	"github.com/berth-cluster/berth/pkg/controllers/daemonset"
@@ -98,6 +104,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/controllers/servicecidrs"
 	"github.com/berth-cluster/berth/pkg/controllers/statefulset"
 	"github.com/berth-cluster/berth/pkg/controllers/ttlafterfinished"
+	"github.com/berth-cluster/berth/pkg/controllers/validatingadmissionpolicystatus"
 	"github.com/berth-cluster/berth/pkg/util/managedfields"
 	"github.com/berth-cluster/berth/pkg/util/panics"
 )
@@ -299,6 +306,19 @@ var controllers = []controllerEntry{
 		}
 		ctrl := resourcequota.NewController(cl.client.CoreV1(), c.informers, resources)
 		ctrl.Recorder = c.recorder("resourcequota")
+		return ctrl
+	}},
+	{"validatingadmissionpolicy-status", "validatingadmissionpolicy-status-controller", 5, func(c controllerContext, cl clients) controller {
+		// The built-in types from berth's OpenAPI definitions, the others (custom resources)
+		// from the server's discovery, as kube-controller-manager resolves them.
+		schemas := resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme, apiextensionsscheme.Scheme).
+			Combine(&resolver.ClientDiscoveryResolver{Discovery: cl.client.Discovery()})
+		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cl.client.Discovery()))
+		ctrl, err := validatingadmissionpolicystatus.NewController(c.informers.Admissionregistration().V1().ValidatingAdmissionPolicies(),
+			cl.client.AdmissionregistrationV1(), &validatingpolicy.TypeChecker{SchemaResolver: schemas, RestMapper: mapper})
+		if err != nil {
+			return failed{err}
+		}
 		return ctrl
 	}},
 	{"root-ca-cert-publisher", "root-ca-cert-publisher", 1, func(c controllerContext, cl clients) controller {
