@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -111,6 +112,85 @@ func TestFieldSelectors(t *testing.T) {
 	nodes, err = c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=sel-n1"})
 	if err != nil || len(nodes.Items) != 1 {
 		t.Errorf("nodes metadata.name=sel-n1: %v %v", nodes, err)
+	}
+}
+
+// TestEventSourceFieldSelector: the core/v1 "source" field selects an event by
+// source.component, or by reportingController when the event has no source, as the
+// conformance test "Events API should ensure that an event can be fetched, patched, deleted,
+// and listed" lists an event it wrote through events.k8s.io/v1.
+func TestEventSourceFieldSelector(t *testing.T) {
+	c := sharedCluster(t)
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, c.Client)
+
+	_, err := c.Client.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: "new"},
+		Regarding:           corev1.ObjectReference{Namespace: ns},
+		EventTime:           metav1.NowMicro(),
+		Note:                "written through events.k8s.io",
+		Action:              "Do",
+		Reason:              "Test",
+		Type:                corev1.EventTypeNormal,
+		ReportingController: "test-controller",
+		ReportingInstance:   "test-node",
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []*corev1.Event{{
+		ObjectMeta:     metav1.ObjectMeta{Name: "old"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: ns},
+		Source:         corev1.EventSource{Component: "kubelet", Host: "n1"},
+		Reason:         "Started", Type: corev1.EventTypeNormal, Message: "m",
+	}, {
+		// source.component wins over reportingController.
+		ObjectMeta:          metav1.ObjectMeta{Name: "both"},
+		InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: ns},
+		Source:              corev1.EventSource{Component: "scheduler"},
+		ReportingController: "test-controller",
+		ReportingInstance:   "s1",
+		Reason:              "Scheduled", Type: corev1.EventTypeNormal, Message: "m",
+		EventTime: metav1.NowMicro(), Action: "Binding",
+	}} {
+		if _, err := c.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating %s: %v", ev.Name, err)
+		}
+	}
+
+	coreCases := map[string][]string{
+		"source=test-controller":             {"new"},
+		"source=kubelet":                     {"old"},
+		"source=scheduler":                   {"both"},
+		"reportingComponent=test-controller": {"both", "new"},
+		"source!=kubelet":                    {"both", "new"},
+	}
+	for sel, want := range coreCases {
+		list, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Errorf("core/v1 events %s: %v", sel, err)
+			continue
+		}
+		var got []string
+		for _, e := range list.Items {
+			got = append(got, e.Name)
+		}
+		sort.Strings(got)
+		if !equal(got, want) {
+			t.Errorf("core/v1 events %s = %v, want %v", sel, got, want)
+		}
+	}
+	list, err := c.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reportingController=test-controller"})
+	if err != nil {
+		t.Fatalf("events.k8s.io reportingController=test-controller: %v", err)
+	}
+	var got []string
+	for _, e := range list.Items {
+		got = append(got, e.Name)
+	}
+	sort.Strings(got)
+	if want := []string{"both", "new"}; !equal(got, want) {
+		t.Errorf("events.k8s.io reportingController=test-controller = %v, want %v", got, want)
 	}
 }
 

@@ -46,8 +46,16 @@ func requestGroupVersion(ctx context.Context) schema.GroupVersion {
 
 // Fields are the fields an event can be selected by, in the core/v1 names; events.k8s.io
 // selectors are translated to these by EventsFieldLabelConversion.
+//
+// "source" is the reporting component under either API's name for it, as kube-apiserver
+// selects it: source.component, or, when that is empty (events written through events.k8s.io
+// set reportingController and rarely deprecatedSource), reportingController.
 func Fields(obj runtime.Object) fields.Set {
 	e := obj.(*corev1.Event)
+	source := e.Source.Component
+	if source == "" {
+		source = e.ReportingController
+	}
 	set := generic.ObjectMetaFieldsSet(&e.ObjectMeta, true)
 	set["involvedObject.kind"] = e.InvolvedObject.Kind
 	set["involvedObject.namespace"] = e.InvolvedObject.Namespace
@@ -58,7 +66,7 @@ func Fields(obj runtime.Object) fields.Set {
 	set["involvedObject.fieldPath"] = e.InvolvedObject.FieldPath
 	set["reason"] = e.Reason
 	set["reportingComponent"] = e.ReportingController
-	set["source"] = e.Source.Component
+	set["source"] = source
 	set["type"] = e.Type
 	return set
 }
