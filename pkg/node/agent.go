@@ -32,6 +32,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/cri/pause"
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/allocation"
+	"github.com/berth-cluster/berth/pkg/node/clustertrustbundle"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
 	"github.com/berth-cluster/berth/pkg/node/eviction"
@@ -42,6 +43,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/objectcache"
 	"github.com/berth-cluster/berth/pkg/node/oom"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
+	"github.com/berth-cluster/berth/pkg/node/podcertificate"
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
@@ -365,6 +367,10 @@ func NewKubelet(ctx context.Context, cfg Config, kc *kubeletconfig.KubeletConfig
 	// strategy): the resync asks for every running pod's objects each period.
 	kl.objects = objectcache.New(client, clk)
 	kl.volumeManager = volume.NewManager(kl.podsDir(), kl.objects, kl.tokens, func() v1.ResourceList { return allocatable })
+	// clusterTrustBundle and podCertificate sources: each starts its informer at its first use.
+	kl.trustBundles = clustertrustbundle.NewManager(client)
+	kl.podCertificates = podcertificate.NewManager(client, recorder, cfg.NodeName, clk)
+	kl.volumeManager.SetCertificates(kl.trustBundles, kl.podCertificates)
 	// What the node granted each pod and what the runtime applied: kept in the data dir, so
 	// that a restart resumes both.
 	allocated, actuated := openResourceStores(ctx, cfg.DataDir)

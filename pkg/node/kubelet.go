@@ -30,6 +30,7 @@ import (
 
 	"github.com/berth-cluster/berth/pkg/node/admission"
 	"github.com/berth-cluster/berth/pkg/node/allocation"
+	"github.com/berth-cluster/berth/pkg/node/clustertrustbundle"
 	"github.com/berth-cluster/berth/pkg/node/config"
 	"github.com/berth-cluster/berth/pkg/node/container"
 	"github.com/berth-cluster/berth/pkg/node/envvars"
@@ -42,6 +43,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/node/objectcache"
 	"github.com/berth-cluster/berth/pkg/node/oom"
 	"github.com/berth-cluster/berth/pkg/node/pleg"
+	"github.com/berth-cluster/berth/pkg/node/podcertificate"
 	"github.com/berth-cluster/berth/pkg/node/podmanager"
 	"github.com/berth-cluster/berth/pkg/node/podstatus"
 	"github.com/berth-cluster/berth/pkg/node/podworkers"
@@ -83,6 +85,10 @@ type Kubelet struct {
 	volumeManager *volume.Manager
 	// objects are the volumes' ConfigMaps and Secrets, each watched while pods read it.
 	objects *objectcache.Cache
+	// trustBundles and podCertificates answer the projected volumes' clusterTrustBundle and
+	// podCertificate sources.
+	trustBundles    *clustertrustbundle.Manager
+	podCertificates *podcertificate.Manager
 	// tokens are the projected volumes' service-account tokens; ownTokens: Run runs its
 	// clean-up.
 	tokens    *token.Manager
@@ -170,6 +176,8 @@ func (kl *Kubelet) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) 
 		forever("token-manager", kl.tokens.Run)
 	}
 	forever("object-cache", kl.objects.Run)
+	forever("cluster-trust-bundles", kl.trustBundles.Run)
+	forever("pod-certificates", kl.podCertificates.Run)
 	forever("volume-manager", func(ctx context.Context) { kl.volumeManager.Run(ctx, kl.podWorkers.CouldHaveRunningContainers) })
 	forever("allocation", func(ctx context.Context) { kl.allocation.Run(ctx, kl.syncResizedPod) })
 	every("image-gc", kl.imageGCPeriod, kl.imageGarbageCollect)

@@ -44,13 +44,14 @@ func registerNodeRestriction(plugins *admission.Plugins) {
 
 // nodeRestriction limits what a node's credentials write to what is the node's: its own Node
 // (without the labels, taints and config source that would steer workloads to it), the status
-// of pods bound to it, mirror pods of its own, its Lease, and tokens bound to its pods. The
-// node authorizer lets these writes through, since it cannot see the objects.
+// of pods bound to it, mirror pods of its own, its Lease, and tokens and certificate requests
+// for its pods. The node authorizer lets these writes through, since it cannot see the objects.
 type nodeRestriction struct {
 	*admission.Handler
-	pods  corelisters.PodLister
-	nodes corelisters.NodeLister
-	authz authorizer.UnconditionalAuthorizer
+	pods            corelisters.PodLister
+	nodes           corelisters.NodeLister
+	serviceAccounts corelisters.ServiceAccountLister
+	authz           authorizer.UnconditionalAuthorizer
 }
 
 var (
@@ -62,6 +63,7 @@ var (
 func (p *nodeRestriction) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
 	p.pods = f.Core().V1().Pods().Lister()
 	p.nodes = f.Core().V1().Nodes().Lister()
+	p.serviceAccounts = f.Core().V1().ServiceAccounts().Lister()
 }
 
 func (p *nodeRestriction) SetUnconditionalAuthorizer(a authorizer.UnconditionalAuthorizer) {
@@ -74,6 +76,8 @@ func (p *nodeRestriction) ValidateInitialization() error {
 		return fmt.Errorf("%s requires a pod getter", NodeRestrictionPluginName)
 	case p.nodes == nil:
 		return fmt.Errorf("%s requires a node getter", NodeRestrictionPluginName)
+	case p.serviceAccounts == nil:
+		return fmt.Errorf("%s requires a service account getter", NodeRestrictionPluginName)
 	case p.authz == nil:
 		return fmt.Errorf("%s requires an authorizer", NodeRestrictionPluginName)
 	}
@@ -89,6 +93,7 @@ var (
 	csiNodesResource        = storagev1.Resource("csinodes")
 	resourceSlicesResource  = resourcev1.Resource("resourceslices")
 	csrsResource            = certificatesv1.Resource("certificatesigningrequests")
+	pcrsResource            = certificatesv1.Resource("podcertificaterequests")
 )
 
 // Admit checks a node's write; anyone else's passes. It changes nothing, but runs among the
@@ -130,6 +135,8 @@ func (p *nodeRestriction) Admit(ctx context.Context, a admission.Attributes, _ a
 		return p.admitResourceSlice(nodeName, a)
 	case csrsResource:
 		return p.admitCSR(nodeName, a)
+	case pcrsResource:
+		return p.admitPodCertificateRequest(ctx, nodeName, a)
 	}
 	return nil
 }

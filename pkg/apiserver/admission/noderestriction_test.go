@@ -73,7 +73,7 @@ func (a attrs) record() admission.Attributes {
 	switch a.resource {
 	case "leases":
 		gvr = coordinationv1.SchemeGroupVersion.WithResource(a.resource)
-	case "certificatesigningrequests":
+	case "certificatesigningrequests", "podcertificaterequests":
 		gvr = certificatesv1.SchemeGroupVersion.WithResource(a.resource)
 	}
 	u := a.user

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/berth-cluster/berth/pkg/auth/rbac/bootstrappolicy"
 )
 
 // podOn is a pod bound to node that uses what mutate adds.
@@ -426,6 +428,22 @@ func TestNodeAgentCallsAreAllowed(t *testing.T) {
 		// server: the node API's delegated authentication and authorization.
 		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
 		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
+		// podcertificate: create its pods' requests (NodeRestriction checks them), watch its
+		// own, read the pod's service account.
+		{verb: "create", group: "certificates.k8s.io", resource: "podcertificaterequests", namespace: "ns"},
+		{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", fieldSelector: "spec.nodeName=node-a"},
+		{verb: "watch", group: "certificates.k8s.io", resource: "podcertificaterequests", fieldSelector: "spec.nodeName=node-a"},
+	} {
+		r.user = nodeA
+		check(t, az, r, allowed, "")
+	}
+	// clustertrustbundle: the informer of every bundle, and a bundle by name, which the
+	// bootstrap policy's node rules grant (upstream's system:node too).
+	az = NewAuthorizer(g, bootstrappolicy.NodeRules())
+	for _, r := range []request{
+		{verb: "list", group: "certificates.k8s.io", resource: "clustertrustbundles"},
+		{verb: "watch", group: "certificates.k8s.io", resource: "clustertrustbundles"},
+		{verb: "get", group: "certificates.k8s.io", resource: "clustertrustbundles", name: "example.com:s:1"},
 	} {
 		r.user = nodeA
 		check(t, az, r, allowed, "")

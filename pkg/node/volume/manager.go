@@ -1,10 +1,12 @@
 // Package volume sets up the pod volumes whose contents come from the API: configMap, secret,
 // downwardAPI and projected (seed 000's volumeManager, for these plugins), the projected
-// volume's serviceAccountToken sources included (tokens from pkg/node/token). A volume is
+// volume's serviceAccountToken sources included (tokens from pkg/node/token), and its
+// clusterTrustBundle and podCertificate sources (pkg/node/clustertrustbundle and
+// pkg/node/podcertificate). A volume is
 // written when a container that mounts it is created, and rewritten every resync period while
 // its pod runs, so that changes to a ConfigMap or Secret, and renewed tokens, reach the files;
 // each write swaps the whole volume at once through a "..data" symlink. Secrets and tokens
-// live on tmpfs, never on disk.
+// live on tmpfs, never on disk; so do pod certificates' private keys.
 package volume
 
 import (
@@ -20,6 +22,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -44,12 +47,36 @@ type TokenGetter interface {
 	DeleteServiceAccountToken(podUID types.UID)
 }
 
+// TrustAnchorGetter answers clusterTrustBundle sources (pkg/node/clustertrustbundle's
+// Manager): the PEM certificates of a bundle by name, or of a signer's bundles whose labels
+// match; nothing found is empty when allowMissing, else an error.
+type TrustAnchorGetter interface {
+	GetTrustAnchorsByName(ctx context.Context, name string, allowMissing bool) ([]byte, error)
+	GetTrustAnchorsBySigner(ctx context.Context, signerName string, selector *metav1.LabelSelector, allowMissing bool) ([]byte, error)
+}
+
+// PodCertificateGetter answers podCertificate sources (pkg/node/podcertificate's Manager):
+// the PEM private key and certificate chain of a pod's source, waiting up to wait for the
+// first ones; and forgets a pod's sources.
+type PodCertificateGetter interface {
+	GetPodCertificateCredentialBundle(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int, source *v1.PodCertificateProjection, wait time.Duration) (key, chain []byte, err error)
+	ForgetPod(uid types.UID)
+}
+
+// IssueWait is how long a volume's first setup waits for a pod certificate to be issued
+// before it fails (and is tried again at the pod's next sync); the resync never waits.
+const IssueWait = 30 * time.Second
+
 // Manager writes the API-backed volumes of pods under RootDir/pods/<uid>/volumes.
 type Manager struct {
 	podsDir     string
 	objects     ObjectGetter
 	tokens      TokenGetter
 	allocatable func() v1.ResourceList
+	// trustAnchors and podCerts answer clusterTrustBundle and podCertificate sources; nil:
+	// such a source fails.
+	trustAnchors TrustAnchorGetter
+	podCerts     PodCertificateGetter
 
 	mu sync.Mutex
 	// set up: pod UID → the pod, for the resync.
@@ -60,6 +87,12 @@ type Manager struct {
 // downward API's limits of a container that sets none.
 func NewManager(podsDir string, objects ObjectGetter, tokens TokenGetter, allocatable func() v1.ResourceList) *Manager {
 	return &Manager{podsDir: podsDir, objects: objects, tokens: tokens, allocatable: allocatable, pods: map[types.UID]*v1.Pod{}}
+}
+
+// SetCertificates gives the manager what answers clusterTrustBundle and podCertificate
+// sources; call it before the first SetUpVolume.
+func (m *Manager) SetCertificates(trustAnchors TrustAnchorGetter, podCerts PodCertificateGetter) {
+	m.trustAnchors, m.podCerts = trustAnchors, podCerts
 }
 
 // The kubelet's directory names of the volume plugins, under a pod's volumes directory.
@@ -99,7 +132,7 @@ func (m *Manager) SetUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 		return "", false, false, nil
 	}
 	dir := Dir(filepath.Join(m.podsDir, string(pod.UID)), plugin, vol.Name)
-	if err := m.setUp(ctx, pod, vol, dir); err != nil {
+	if err := m.setUp(context.WithValue(ctx, issueWaitKey{}, IssueWait), pod, vol, dir); err != nil {
 		return "", true, true, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 	}
 	m.mu.Lock()
@@ -126,7 +159,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume, dir st
 
 func hasSecret(p *v1.ProjectedVolumeSource) bool {
 	for _, s := range p.Sources {
-		if s.Secret != nil || s.ServiceAccountToken != nil {
+		if s.Secret != nil || s.ServiceAccountToken != nil || s.PodCertificate != nil {
 			return true
 		}
 	}
@@ -179,6 +212,9 @@ func (m *Manager) resync(ctx context.Context, active func(types.UID) bool) {
 			// when it tears the projected volume down).
 			delete(m.pods, uid)
 			m.tokens.DeleteServiceAccountToken(uid)
+			if m.podCerts != nil {
+				m.podCerts.ForgetPod(uid)
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -228,7 +264,7 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map
 	case vol.DownwardAPI != nil:
 		return m.downwardAPIPayload(pod, vol.DownwardAPI.Items, mode(vol.DownwardAPI.DefaultMode))
 	case vol.Projected != nil:
-		return m.projectedPayload(ctx, pod, vol.Projected)
+		return m.projectedPayload(ctx, pod, vol.Name, vol.Projected)
 	}
 	return nil, errors.New("unsupported volume type")
 }
@@ -317,10 +353,10 @@ func (m *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFi
 	return out, nil
 }
 
-func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
+func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, vol string, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
 	defaultMode := mode(p.DefaultMode)
 	out := map[string]FileProjection{}
-	for _, s := range p.Sources {
+	for i, s := range p.Sources {
 		var files map[string]FileProjection
 		var err error
 		switch {
@@ -332,6 +368,10 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, p *v1.Proje
 			files, err = m.downwardAPIPayload(pod, s.DownwardAPI.Items, defaultMode)
 		case s.ServiceAccountToken != nil:
 			files, err = m.tokenPayload(ctx, pod, s.ServiceAccountToken, defaultMode)
+		case s.ClusterTrustBundle != nil:
+			files, err = m.trustBundlePayload(ctx, pod, s.ClusterTrustBundle, defaultMode)
+		case s.PodCertificate != nil:
+			files, err = m.podCertificatePayload(ctx, pod, vol, i, s.PodCertificate, defaultMode)
 		default:
 			err = errors.New("this projected volume source is not supported by berth's node agent")
 		}

@@ -1,9 +1,14 @@
 package podcertificaterequest
 
 import (
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +81,44 @@ func TestValidateStatusUpdate(t *testing.T) {
 	issued.Status.Conditions = []metav1.Condition{{Type: "Issued", Status: metav1.ConditionTrue, Reason: "Yes", LastTransitionTime: metav1.Now()}}
 	if errs := ValidateStatusUpdate(issued, old, time.Now()); !strings.Contains(errs.ToAggregate().Error(), "must contain at least one certificate") {
 		t.Errorf("issuing without a chain: %v", errs)
+	}
+}
+
+// TestValidateIssued: a chain issued to the request's key is accepted, one issued to another
+// key is not.
+func TestValidateIssued(t *testing.T) {
+	_, caKey, _ := ed25519.GenerateKey(rand.Reader)
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), IsCA: true, BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour)}
+	podKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, podKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := validPCR(t)
+	old.Spec.StubPKCS10Request = stub
+	notBefore := time.Now().Truncate(time.Second).Add(-time.Minute)
+	notAfter := notBefore.Add(24 * time.Hour)
+	issue := func(pub crypto.PublicKey) *certificatesv1.PodCertificateRequest {
+		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2), NotBefore: notBefore, NotAfter: notAfter}, ca, pub, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcr := old.DeepCopy()
+		pcr.Status.Conditions = []metav1.Condition{{Type: "Issued", Status: metav1.ConditionTrue, Reason: "Yes", LastTransitionTime: metav1.Now()}}
+		pcr.Status.CertificateChain = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		pcr.Status.NotBefore = &metav1.Time{Time: notBefore}
+		pcr.Status.BeginRefreshAt = &metav1.Time{Time: notAfter.Add(-time.Hour)}
+		pcr.Status.NotAfter = &metav1.Time{Time: notAfter}
+		return pcr
+	}
+	if errs := ValidateStatusUpdate(issue(podKey.Public()), old, time.Now()); len(errs) > 0 {
+		t.Errorf("issuing to the request's key: %v", errs)
+	}
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if errs := ValidateStatusUpdate(issue(other.Public()), old, time.Now()); !strings.Contains(errs.ToAggregate().Error(), "leaf certificate was not issued to the requested public key") {
+		t.Errorf("issuing to another key: %v", errs)
 	}
 }

@@ -1,6 +1,7 @@
 package podcertificaterequest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -207,7 +208,9 @@ func validateIssued(pcr, old *certificatesv1.PodCertificateRequest, now time.Tim
 	if err != nil {
 		return append(errs, field.Invalid(stubPath, field.OmitValueType{}, "must be a valid PKCS#10 CSR"))
 	}
-	if k, ok := req.PublicKey.(interface{ Equal(any) bool }); !ok || !k.Equal(leaf.PublicKey) {
+	// The keys' Equal takes a crypto.PublicKey, a type of its own: an interface of Equal(any)
+	// would match none of them.
+	if k, ok := req.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !k.Equal(leaf.PublicKey) {
 		return append(errs, field.Invalid(chainPath, chain, "leaf certificate was not issued to the requested public key"))
 	}
 	st := pcr.Status
