@@ -102,6 +102,7 @@ import (
 	"github.com/berth-cluster/berth/pkg/controllers/rootcacertpublisher"
 	"github.com/berth-cluster/berth/pkg/controllers/serviceaccount"
 	"github.com/berth-cluster/berth/pkg/controllers/servicecidrs"
+	"github.com/berth-cluster/berth/pkg/controllers/sharedmetadata"
 	"github.com/berth-cluster/berth/pkg/controllers/statefulset"
 	"github.com/berth-cluster/berth/pkg/controllers/ttlafterfinished"
 	"github.com/berth-cluster/berth/pkg/controllers/validatingadmissionpolicystatus"
@@ -114,11 +115,15 @@ import (
 type controllerContext struct {
 	// client is the manager's own client (system:kube-controller-manager in berth up): the
 	// shared informers and the events use it.
-	client      kubernetes.Interface
-	metadata    metadata.Interface
-	discovery   discovery.DiscoveryInterface
-	informers   informers.SharedInformerFactory
-	broadcaster events.EventBroadcaster
+	client    kubernetes.Interface
+	metadata  metadata.Interface
+	discovery discovery.DiscoveryInterface
+	informers informers.SharedInformerFactory
+	// metadataInformers are the metadata-only informers of resources without a typed
+	// informer (custom resources), shared by the garbage collector and the resource-quota
+	// controller so that each such resource is watched once.
+	metadataInformers *sharedmetadata.Informers
+	broadcaster       events.EventBroadcaster
 	// rootCA is the CA bundle published in every namespace.
 	rootCA []byte
 	// terminatedPodGCThreshold is how many terminated pods pod GC keeps.
@@ -282,6 +287,7 @@ var controllers = []controllerEntry{
 		}
 		ctrl.Recorder = c.recorder("garbage-collector")
 		ctrl.Shared = startedInformers{c.informers}
+		ctrl.Metadata = c.metadataInformers
 		return ctrl
 	}},
 	{"podgc", "pod-garbage-collector", 1, func(c controllerContext, cl clients) controller {
@@ -298,13 +304,10 @@ var controllers = []controllerEntry{
 		return ctrl
 	}},
 	{"resourcequota", "resourcequota-controller", 5, func(c controllerContext, cl clients) controller {
-		// What it counts is what the server serves: discovered once per build. A partial
-		// answer (an aggregated group down) counts the rest.
-		resources, err := cl.client.Discovery().ServerPreferredNamespacedResources()
-		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-			return failed{fmt.Errorf("discovering the resources to count: %w", err)}
-		}
-		ctrl := resourcequota.NewController(cl.client.CoreV1(), c.informers, resources)
+		// What it counts is what the server serves, discovered again every 30 s; custom
+		// resources through the metadata informers it shares with the garbage collector.
+		ctrl := resourcequota.NewController(cl.client.CoreV1(), c.informers, c.metadataInformers,
+			cl.client.Discovery().ServerPreferredNamespacedResources)
 		ctrl.Recorder = c.recorder("resourcequota")
 		return ctrl
 	}},
@@ -584,6 +587,8 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	logger := klog.FromContext(ctx)
 	// As kube-controller-manager's: no controller reads managedFields from a lister.
 	cc.informers = informers.NewSharedInformerFactoryWithOptions(cc.client, 0, informers.WithTransform(managedfields.Trim))
+	cc.metadataInformers = sharedmetadata.New(cc.metadata)
+	defer cc.metadataInformers.Shutdown()
 	cc.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: cc.client.EventsV1()})
 	cc.broadcaster.StartRecordingToSink(ctx.Done())
 	defer cc.broadcaster.Shutdown()

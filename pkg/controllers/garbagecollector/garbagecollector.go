@@ -7,7 +7,7 @@
 //
 // It keeps a graph of ownerReferences (graph.go) built from metadata-only informers over every
 // resource discovery reports as deletable, listable and watchable (monitors.go, discovered
-// again every 30 s). The graph builder (graph_builder.go) applies the informers' changes in
+// again every 30 s), or from the typed informers other controllers already run. The graph builder (graph_builder.go) applies the informers' changes in
 // one goroutine and queues nodes:
 //
 //	informers ─► graph changes ─► graph builder ─┬─► attemptToDelete ─► delete dependents whose
@@ -45,6 +45,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/controllers/sharedmetadata"
 )
 
 // controllerName names the collector in logs and berth_recovered_panics_total.
@@ -82,8 +83,12 @@ type GarbageCollector struct {
 	// objects whose processing panicked.
 	Recorder events.EventRecorder
 	// Shared, when set, are the other controllers' informers: a resource one of them watches
-	// is read through it rather than through a metadata informer of the collector's own.
+	// is read through it rather than through a metadata informer.
 	Shared SharedInformers
+	// Metadata, when set, are the metadata informers the collector shares with other
+	// controllers (the resource-quota controller's custom resources); by default it has its
+	// own, on its metadata client.
+	Metadata *sharedmetadata.Informers
 }
 
 // NewGarbageCollector returns a collector that reads and writes through meta, maps kinds with
@@ -110,7 +115,7 @@ func NewGarbageCollector(meta metadata.Interface, mapper meta.ResettableRESTMapp
 		absent:          newAbsentOwners(),
 	}
 	gc.graph = newGraphBuilder(gc.attemptToDelete, gc.attemptToOrphan, gc.absent)
-	gc.monitors = &monitors{metadata: meta, mapper: mapper, ignored: maps.Clone(ignored), handler: gc.graph.handler}
+	gc.monitors = &monitors{metadata: sharedmetadata.New(meta), mapper: mapper, ignored: maps.Clone(ignored), handler: gc.graph.handler}
 	return gc, nil
 }
 
@@ -121,6 +126,9 @@ func (gc *GarbageCollector) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	gc.graph.recorder = gc.Recorder
 	gc.monitors.shared = gc.Shared
+	if gc.Metadata != nil {
+		gc.monitors.metadata = gc.Metadata
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	graphDone := make(chan struct{})

@@ -7,39 +7,30 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/controllers/sharedmetadata"
 )
 
-// monitor is one resource's informer, feeding the graph builder: a metadata-only informer of
-// its own, or the typed shared informer another controller already runs. Each own informer
-// has its own context, so that a resource discovery stops reporting (a deleted CRD) stops
-// being watched.
+// monitor is one resource's informer, feeding the graph builder: a metadata-only informer
+// (shared with the other controllers that read the resource's metadata, sharedmetadata), or
+// the typed shared informer another controller already runs. The collector's share of a
+// metadata informer is let go when discovery stops reporting its resource (a deleted CRD),
+// which stops it unless another controller still holds it.
 type monitor struct {
 	informer cache.SharedIndexInformer
-	// registration is the collector's handler on a shared informer; nil for an own informer.
-	registration cache.ResourceEventHandlerRegistration
-	// cancel stops an own informer, or removes the handler from a shared one.
-	cancel context.CancelFunc
-	// listFailing is set when the informer's first list fails, so that one resource the
-	// collector cannot list does not hold the others' sync back.
-	listFailing atomic.Bool
-}
-
-func (m *monitor) synced() bool {
-	if m.registration != nil {
-		return m.registration.HasSynced()
-	}
-	return m.informer.HasSynced() || m.listFailing.Load()
+	// synced reports whether the collector's handler has been handed the informer's cache,
+	// or, for a metadata informer, whether its first list fails (so that one resource the
+	// collector cannot list does not hold the others' sync back).
+	synced func() bool
+	// cancel removes the handler, and lets a metadata informer go.
+	cancel func()
 }
 
 // SharedInformers are the typed informers the other controllers run (from their shared
@@ -52,7 +43,8 @@ type SharedInformers interface {
 
 // monitors are the running monitors by resource.
 type monitors struct {
-	metadata metadata.Interface
+	// metadata are the metadata informers of resources without a shared typed one.
+	metadata *sharedmetadata.Informers
 	mapper   meta.RESTMapper
 	ignored  map[schema.GroupResource]struct{}
 	// handler turns an informer's notification into a graph change.
@@ -62,7 +54,6 @@ type monitors struct {
 
 	mu      sync.Mutex
 	running map[schema.GroupVersionResource]*monitor
-	wg      sync.WaitGroup
 }
 
 // sync starts a monitor for every resource of resources not yet watched (and not ignored) and
@@ -102,8 +93,8 @@ func (ms *monitors) sync(ctx context.Context, resources map[schema.GroupVersionR
 	return errors.Join(errs...)
 }
 
-// start runs resource's informer until ctx is done or the monitor is cancelled; for a resource
-// with a shared informer, it adds the collector's handler to it instead.
+// start joins resource's shared typed informer if there is one, else its metadata informer,
+// adding the collector's handler (the informer replays its cache to it).
 func (ms *monitors) start(ctx context.Context, resource schema.GroupVersionResource, kind schema.GroupVersionKind) *monitor {
 	if ms.shared != nil {
 		if informer, ok := ms.shared.Informer(resource, kind); ok {
@@ -114,36 +105,32 @@ func (ms *monitors) start(ctx context.Context, resource schema.GroupVersionResou
 			klog.FromContext(ctx).Info("Watching a resource apart from its shared informer", "resource", resource, "err", err)
 		}
 	}
-	informer := metadatainformer.NewFilteredMetadataInformer(ms.metadata, resource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = informer.SetTransform(trimMetadata)
-	m := &monitor{informer: informer}
-	logger := klog.FromContext(ctx)
-	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		// Only a failing first list matters: a synced informer's watch errors are routine.
-		if !informer.HasSynced() && !m.listFailing.Swap(true) {
-			logger.Info("Listing a resource failed; the garbage collector goes on without it until it succeeds",
-				"resource", resource, "err", err)
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	_, _ = informer.AddEventHandler(ms.handler(kind))
-	// A successful list clears listFailing.
-	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { m.listFailing.Store(false) }})
-	ctx, m.cancel = context.WithCancel(ctx)
-	ms.wg.Go(func() { informer.RunWithContext(ctx) })
+	held := ms.metadata.Acquire(ctx, resource)
+	m, err := ms.join(held.Informer, kind)
+	if err != nil {
+		// Only a stopped informer refuses a handler: the informers are shut down.
+		held.Release()
+		return &monitor{informer: held.Informer, synced: func() bool { return false }, cancel: func() {}}
+	}
+	removeHandler, handlerSynced := m.cancel, m.synced
+	m.cancel = func() {
+		removeHandler()
+		held.Release()
+	}
+	m.synced = func() bool { return handlerSynced() || held.ListFailing() }
 	return m
 }
 
-// join adds the collector's handler to a shared informer (which replays its cache to it).
+// join adds the collector's handler to a shared informer.
 func (ms *monitors) join(informer cache.SharedIndexInformer, kind schema.GroupVersionKind) (*monitor, error) {
 	registration, err := informer.AddEventHandler(ms.handler(kind))
 	if err != nil {
 		return nil, err
 	}
 	return &monitor{
-		informer:     informer,
-		registration: registration,
-		cancel:       func() { _ = informer.RemoveEventHandler(registration) },
+		informer: informer,
+		synced:   registration.HasSynced,
+		cancel:   func() { _ = informer.RemoveEventHandler(registration) },
 	}, nil
 }
 
@@ -188,38 +175,16 @@ func (ms *monitors) resources() []schema.GroupVersionResource {
 	return slices.Collect(maps.Keys(ms.running))
 }
 
-// stop stops every monitor and waits for their informers.
+// stop stops every monitor; metadata informers no other controller holds have stopped when
+// it returns.
 func (ms *monitors) stop() {
 	ms.mu.Lock()
-	for _, m := range ms.running {
-		m.cancel()
-	}
+	running := ms.running
 	ms.running = nil
 	ms.mu.Unlock()
-	ms.wg.Wait()
-}
-
-// trimMetadata keeps of an object only what the collector reads: its identity, owners,
-// finalizers, deletion timestamp and resource version (for the JSON merge patches of
-// resources without strategic merge patch). Labels, annotations and managed fields, the bulk
-// of most objects' metadata, are dropped.
-func trimMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
+	for _, m := range running {
+		m.cancel()
 	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              m.Name,
-			Namespace:         m.Namespace,
-			UID:               m.UID,
-			ResourceVersion:   m.ResourceVersion,
-			DeletionTimestamp: m.DeletionTimestamp,
-			OwnerReferences:   m.OwnerReferences,
-			Finalizers:        m.Finalizers,
-		},
-	}, nil
 }
 
 // discoveryResyncPeriod is how often discovery is asked for the deletable resources, as

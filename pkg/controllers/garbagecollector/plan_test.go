@@ -52,34 +52,6 @@ func TestPlanDeletion(t *testing.T) {
 	}
 }
 
-func TestTrimMetadataKeepsOnlyWhatTheCollectorReads(t *testing.T) {
-	now := metav1.Now()
-	in := &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7", DeletionTimestamp: &now,
-			OwnerReferences: []metav1.OwnerReference{{UID: "o"}}, Finalizers: []string{"f"},
-			Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": "..."},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}, Generation: 3,
-		},
-	}
-	out, err := trimMetadata(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &metav1.PartialObjectMetadata{
-		TypeMeta: in.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7", DeletionTimestamp: &now,
-			OwnerReferences: []metav1.OwnerReference{{UID: "o"}}, Finalizers: []string{"f"}},
-	}
-	if !reflect.DeepEqual(out, want) {
-		t.Errorf("trimMetadata() = %+v, want %+v", out, want)
-	}
-	if got, _ := trimMetadata("other"); got != "other" {
-		t.Errorf("trimMetadata of a non-object = %v, want it unchanged", got)
-	}
-}
-
 func TestReferencesDiffs(t *testing.T) {
 	blocking := metav1.OwnerReference{UID: "b", Name: "b", BlockOwnerDeletion: new(true)}
 	unblocked := metav1.OwnerReference{UID: "b", Name: "b", BlockOwnerDeletion: new(false)}

@@ -14,10 +14,14 @@
 //     allocation changes (replenishment);
 //   - every FullResyncPeriod, all of them.
 //
-// Which resources it counts comes from discovery when the controller is built: every
-// namespaced resource that can be created, listed, watched and deleted, with an informer
-// from the shared factory; those without an evaluator of their own are counted as
-// count/<resource>.<group>.
+// Which resources it counts comes from discovery, asked again every DiscoveryPeriod as
+// kube-controller-manager's controller does (monitors.go): every namespaced resource that can
+// be created, listed, watched and deleted gets a monitor, through the shared typed informer if
+// client-go has one and otherwise through a metadata-only informer shared with the garbage
+// collector (custom resources, aggregated APIs); those without an evaluator of their own are
+// counted as count/<resource>.<group> once their monitor has listed them, and the quotas
+// naming them are recounted then. A resource discovery stops reporting loses its monitor; one
+// of a group discovery failed to list this time keeps it.
 package resourcequota
 
 import (
@@ -37,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -47,6 +52,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/controllers/recovery"
+	"github.com/berth-cluster/berth/pkg/controllers/sharedmetadata"
 	"github.com/berth-cluster/berth/pkg/quota/evaluator"
 )
 
@@ -56,6 +62,10 @@ const controllerName = "resourcequota"
 // FullResyncPeriod is how often every quota is recounted (kube-controller-manager's
 // --resource-quota-sync-period).
 const FullResyncPeriod = 5 * time.Minute
+
+// DiscoveryPeriod is how often discovery is asked for the resources to count
+// (kube-controller-manager's 30 s).
+const DiscoveryPeriod = 30 * time.Second
 
 // evaluated are the resources berth's own evaluators read: always watched.
 var evaluated = []schema.GroupVersionResource{
@@ -68,6 +78,10 @@ var evaluated = []schema.GroupVersionResource{
 	corev1.SchemeGroupVersion.WithResource("resourcequotas"),
 }
 
+// DiscoverFunc lists the server's namespaced resources (a discovery client's
+// ServerPreferredNamespacedResources); a partial failure returns what it found.
+type DiscoverFunc func() ([]*metav1.APIResourceList, error)
+
 // Controller keeps the status of ResourceQuotas.
 type Controller struct {
 	client   corev1client.ResourceQuotasGetter
@@ -78,34 +92,47 @@ type Controller struct {
 	// queue holds quotas to recount; missing, those whose status lacks limits or usage.
 	queue, missing workqueue.TypedRateLimitingInterface[string]
 
+	// The sources of monitors: typed informers, metadata informers for the rest, and the
+	// resources to watch.
+	factory  informers.SharedInformerFactory
+	metadata *sharedmetadata.Informers
+	discover DiscoverFunc
+	monitors monitorSet
+
 	// ResyncPeriod is how often every quota is recounted; FullResyncPeriod by default, 0
 	// for never.
 	ResyncPeriod time.Duration
+	// DiscoveryPeriod is how often discovery is asked again; DiscoveryPeriod by default.
+	DiscoveryPeriod time.Duration
 	// Recorder, when set, gets a FailedSync event on a quota whose sync panicked.
 	Recorder events.EventRecorder
 }
 
 // NewController returns a resource-quota controller that writes through client and reads
-// quotas, and what they count, through factory's informers. resources is what discovery
-// lists of the server's namespaced resources (ServerPreferredNamespacedResources). Start
-// the factory's informers and call Run.
-func NewController(client corev1client.ResourceQuotasGetter, factory informers.SharedInformerFactory, resources []*metav1.APIResourceList) *Controller {
-	return newController(client, factory, resources, clock.RealClock{})
+// quotas, and what they count, through factory's informers, or metadata's for resources
+// factory has no informer for (metadata may be nil: those are then not counted). discover
+// lists the resources to count, in Run and every DiscoveryPeriod; nil counts only those
+// berth's evaluators read. Start the factory's informers and call Run.
+func NewController(client corev1client.ResourceQuotasGetter, factory informers.SharedInformerFactory, metadata *sharedmetadata.Informers, discover DiscoverFunc) *Controller {
+	return newController(client, factory, metadata, discover, clock.RealClock{})
 }
 
-func newController(client corev1client.ResourceQuotasGetter, factory informers.SharedInformerFactory, resources []*metav1.APIResourceList, clk clock.PassiveClock) *Controller {
+func newController(client corev1client.ResourceQuotasGetter, factory informers.SharedInformerFactory, metadata *sharedmetadata.Informers, discover DiscoverFunc, clk clock.PassiveClock) *Controller {
 	quotaInformer := factory.Core().V1().ResourceQuotas()
-	listerFor := generic.ListerFuncForResourceFunc(factory.ForResource)
 	c := &Controller{
 		client:   client,
 		quotas:   quotaInformer.Lister(),
-		registry: generic.NewRegistry(evaluator.New(listerFor, clk)),
+		registry: generic.NewRegistry(evaluator.New(generic.ListerFuncForResourceFunc(factory.ForResource), clk)),
 		clock:    clk,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resourcequota_primary"}),
 		missing: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resourcequota_priority"}),
-		ResyncPeriod: FullResyncPeriod,
+		factory:         factory,
+		metadata:        metadata,
+		discover:        discover,
+		ResyncPeriod:    FullResyncPeriod,
+		DiscoveryPeriod: DiscoveryPeriod,
 	}
 	reg, _ := quotaInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.addQuota,
@@ -120,37 +147,40 @@ func newController(client corev1client.ResourceQuotasGetter, factory informers.S
 		DeleteFunc: func(obj any) { c.enqueue(c.queue, obj) },
 	})
 	c.synced = append(c.synced, reg.HasSynced)
-	for _, gvr := range quotableResources(resources, evaluator.IgnoredResources(), evaluated) {
-		c.monitor(factory, listerFor, gvr)
+	// Berth's evaluators count from these caches from the first sync: the workers wait for
+	// them. Registering them now has them start with the factory's other informers.
+	for _, gvr := range evaluated {
+		if informer, err := factory.ForResource(gvr); err == nil {
+			c.synced = append(c.synced, informer.Informer().HasSynced)
+		}
 	}
+	c.discover = registerTyped(factory, discover)
+	c.synced = append(c.synced, c.monitors.synced)
 	return c
 }
 
-// monitor watches gvr for changes that free quota, through the shared informer, and counts
-// it as count/<resource>.<group> if no evaluator of berth's does. A resource the factory has
-// no informer for (a custom resource) is not counted.
-func (c *Controller) monitor(factory informers.SharedInformerFactory, listerFor quota.ListerForResourceFunc, gvr schema.GroupVersionResource) {
-	informer, err := factory.ForResource(gvr)
-	if err != nil {
-		klog.V(4).InfoS("Resource quota controller cannot count a resource", "resource", gvr, "err", err)
-		return
+// registerTyped asks discover for the resources now, registers the typed informers of those
+// client-go has one for, so that they start with the factory's other informers (and the
+// garbage collector, which joins started informers, reads them too), and returns a discover
+// that answers the first call with what it found.
+func registerTyped(factory informers.SharedInformerFactory, discover DiscoverFunc) DiscoverFunc {
+	if discover == nil {
+		return nil
 	}
-	gr := gvr.GroupResource()
-	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(old, cur any) {
-			if evaluator.UpdateChangesUsage(gr, old, cur, c.clock.Now()) {
-				c.replenish(gr, cur)
-			}
-		},
-		DeleteFunc: func(obj any) { c.replenish(gr, obj) },
-	})
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("watching %s for quota: %w", gvr, err))
-		return
+	lists, err := discover()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return discover // the first sync asks again
 	}
-	c.synced = append(c.synced, reg.HasSynced)
-	if c.registry.Get(gr) == nil {
-		c.registry.Add(generic.NewObjectCountEvaluator(gr, generic.ListResourceUsingListerFunc(listerFor, gvr), ""))
+	for _, gvr := range quotableResources(lists, evaluator.IgnoredResources(), nil) {
+		_, _ = factory.ForResource(gvr) // those it has no informer for are the metadata ones
+	}
+	first := true
+	return func() ([]*metav1.APIResourceList, error) {
+		if first { // only the monitors' sync loop calls it
+			first = false
+			return lists, err
+		}
+		return discover()
 	}
 }
 
@@ -173,7 +203,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 			AfterCacheSync: afterSync,
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
+	// The monitors follow discovery until the workers have stopped; then they stop.
+	defer c.monitors.stopAll()
+	wg.Go(func() { wait.UntilWithContext(ctx, c.syncMonitors, c.DiscoveryPeriod) })
 	resync := func(ctx context.Context) {
 		if c.ResyncPeriod > 0 {
 			wg.Go(func() { wait.UntilWithContext(ctx, c.enqueueAll, c.ResyncPeriod) })
@@ -184,6 +219,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		missingErr = worker(c.missing, "resource quota controller (missing usage)", nil).Run(ctx, workers, c.synced...)
 	})
 	err := worker(c.queue, "resource quota controller", resync).Run(ctx, workers, c.synced...)
+	cancel()
 	wg.Wait()
 	return errors.Join(err, missingErr)
 }

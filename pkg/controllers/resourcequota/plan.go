@@ -78,14 +78,35 @@ func quotableResources(lists []*metav1.APIResourceList, ignored map[schema.Group
 			}
 		}
 	}
-	var out []schema.GroupVersionResource
 	for gvr := range found {
-		if _, skip := ignored[gvr.GroupResource()]; !skip {
-			out = append(out, gvr)
+		if _, skip := ignored[gvr.GroupResource()]; skip {
+			found.Delete(gvr)
 		}
 	}
+	return sortedResources(found)
+}
+
+// monitorChanges is what a discovery changes of the watched resources: the resources to
+// start watching (found, not running) and to stop watching (running, no longer found).
+// found are the quotable resources discovery reported; failed are the group versions it
+// could not list this time (a partial failure), whose running monitors are kept rather than
+// taken for gone. Both lists are sorted.
+func monitorChanges(running, found []schema.GroupVersionResource, failed map[schema.GroupVersion]error) (start, stop []schema.GroupVersionResource) {
+	want := sets.New(found...)
+	have := sets.New(running...)
+	for gvr := range have {
+		if _, isFailed := failed[gvr.GroupVersion()]; isFailed {
+			want.Insert(gvr)
+		}
+	}
+	return sortedResources(want.Difference(have)), sortedResources(have.Difference(want))
+}
+
+// sortedResources are set's resources, by group, resource and version.
+func sortedResources(set sets.Set[schema.GroupVersionResource]) []schema.GroupVersionResource {
+	out := set.UnsortedList()
 	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int {
-		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Resource, b.Resource))
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Resource, b.Resource), strings.Compare(a.Version, b.Version))
 	})
 	return out
 }

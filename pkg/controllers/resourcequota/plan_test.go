@@ -1,6 +1,7 @@
 package resourcequota
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -124,5 +125,40 @@ func TestQuotableResources(t *testing.T) {
 	want := []string{"/v1, Resource=pods", "/v1, Resource=secrets", "apps/v1, Resource=deployments"}
 	if !slices.Equal(got, want) {
 		t.Errorf("quotableResources = %v, want %v", got, want)
+	}
+}
+
+func TestMonitorChanges(t *testing.T) {
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widgetsV2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+	metrics := schema.GroupVersionResource{Group: "metrics.example.com", Version: "v1", Resource: "samples"}
+	gvrs := func(r ...schema.GroupVersionResource) []schema.GroupVersionResource { return r }
+	down := map[schema.GroupVersion]error{metrics.GroupVersion(): errors.New("unavailable")}
+	for _, tc := range []struct {
+		name                string
+		running, found      []schema.GroupVersionResource
+		failed              map[schema.GroupVersion]error
+		wantStart, wantStop []schema.GroupVersionResource
+	}{
+		{name: "first discovery", found: gvrs(widgets, pods, deployments), wantStart: gvrs(pods, deployments, widgets)},
+		{name: "nothing changed", running: gvrs(pods, widgets), found: gvrs(widgets, pods)},
+		{name: "a CRD created", running: gvrs(pods), found: gvrs(pods, widgets), wantStart: gvrs(widgets)},
+		{name: "a CRD deleted", running: gvrs(pods, widgets), found: gvrs(pods), wantStop: gvrs(widgets)},
+		{name: "a new preferred version", running: gvrs(pods, widgets), found: gvrs(pods, widgetsV2),
+			wantStart: gvrs(widgetsV2), wantStop: gvrs(widgets)},
+		// A group discovery failed to list keeps its monitors; the others follow discovery.
+		{name: "partial failure", running: gvrs(pods, metrics, widgets), found: gvrs(pods, deployments), failed: down,
+			wantStart: gvrs(deployments), wantStop: gvrs(widgets)},
+		// A failed group not yet watched is not started from nothing.
+		{name: "partial failure, group never seen", running: gvrs(pods), found: gvrs(pods), failed: down},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start, stop := monitorChanges(tc.running, tc.found, tc.failed)
+			if !slices.Equal(start, tc.wantStart) || !slices.Equal(stop, tc.wantStop) {
+				t.Errorf("monitorChanges = start %v, stop %v; want start %v, stop %v", start, stop, tc.wantStart, tc.wantStop)
+			}
+		})
 	}
 }
