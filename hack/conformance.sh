@@ -10,8 +10,10 @@
 # --target upstream (the default): upstream etcd and kube-apiserver, with berth node,
 #   berth scheduler and berth controllers joined to them. The yardstick of berth's node agent
 #   and scheduler. kube-apiserver runs as kubeadm configures it: its default admission plugins
-#   (ServiceAccount among them) and NodeRestriction. Upstream has no service proxy or DNS
-#   here, so the network tests that need them fail on this target.
+#   (ServiceAccount among them) and NodeRestriction, the front proxy's CA and client
+#   certificate; it reaches aggregated APIs at their endpoints (--enable-aggregator-routing),
+#   as berth's API server does. Upstream has no service proxy or DNS here, so the network
+#   tests that need them fail on this target.
 # --target berth: berth up alone, its node at this machine's address (as berth node is for
 #   upstream), its cluster DNS answering before the suite starts. --minStartupPods -1 skips
 #   the BeforeSuite's wait for kube-system's pods and their controllers: there are none to
@@ -20,10 +22,10 @@
 # --keep: leave the cluster running after the suite (print how to reach it); stop it later
 #   with hack/conformance.sh --down.
 #
-# The upstream tools (e2e.test, ginkgo, kube-apiserver, etcd, agnhost) are built from the Go
-# module proxy by hack/conformance/go.mod (about 10 minutes on 2 cores) and cached in
-# $BERTH_CONFORMANCE_CACHE (/var/cache/berth-conformance); so are the test images, built
-# offline (hack/conformance/images). Needs root; installs what it runs (hack/deps.sh,
+# The upstream tools (e2e.test, ginkgo, kube-apiserver, etcd, agnhost, sample-apiserver) are
+# built from the Go module proxy by hack/conformance/go.mod (about 10 minutes on 2 cores) and
+# cached in $BERTH_CONFORMANCE_CACHE (/var/cache/berth-conformance); so are the test images,
+# built offline (hack/conformance/images). Needs root; installs what it runs (hack/deps.sh,
 # debootstrap). Leaves nothing behind: processes, bridges, routes, mounts, shims and
 # iptables rules go with the run.
 # The braces make bash read the whole script before it runs any of it.
@@ -132,6 +134,8 @@ build etcd ./etcd
 CGO_ENABLED=0 build agnhost k8s.io/kubernetes/test/images/agnhost
 CGO_ENABLED=0 build nonewprivs k8s.io/kubernetes/test/images/nonewprivs
 CGO_ENABLED=0 build pause ./pause
+# The Aggregator test's aggregated API server (k8s.io/sample-apiserver, hack/conformance/go.mod).
+CGO_ENABLED=0 build sample-apiserver k8s.io/sample-apiserver
 mkdir -p "$run"
 go build -o "$run/berth" ./cmd/berth
 (cd hack/conformance && go build -o "$run/harness" ./harness)
@@ -225,6 +229,11 @@ upstream)
     --bind-address 0.0.0.0 --secure-port "$api_port" --advertise-address "$advertise" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" \
+    --requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$pki/front-proxy-client.crt" --proxy-client-key-file "$pki/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
     --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "$pki/ca.crt" \

@@ -20,6 +20,7 @@ GOFLAGS=-mod=mod go run k8s.io/kube-openapi/cmd/openapi-gen \
   k8s.io/api/apps/v1 \
   k8s.io/api/batch/v1 \
   k8s.io/api/autoscaling/v1 \
+  k8s.io/api/autoscaling/v2 \
   k8s.io/api/coordination/v1 \
   k8s.io/api/events/v1 \
   k8s.io/api/scheduling/v1 \

@@ -34,6 +34,7 @@ type controlPlaneFlags struct {
 	serviceAccounts serviceAccountFlags
 	serviceIPRange  string
 	nodePortRange   string
+	frontProxy      frontProxyFlags
 	// `berth up` only
 	schedulerConfig  string
 	schedulerAddress string
@@ -57,6 +58,29 @@ func (f *controlPlaneFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange,
 		"range of ports NodePort and LoadBalancer Services get their node ports from")
 	f.serviceAccounts.add(cmd)
+	f.frontProxy.add(cmd)
+}
+
+// frontProxyFlags are kube-apiserver's flags for front-proxy authentication and the
+// aggregator's client certificate.
+type frontProxyFlags apiserver.FrontProxyConfig
+
+func (f *frontProxyFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.RequestHeaderClientCAFile, "requestheader-client-ca-file", "",
+		"CA bundle of the front proxies' client certificates, trusted to give the user in the request headers (default: DATA_DIR/pki/front-proxy-ca.crt, made at first start)")
+	fs.StringSliceVar(&f.RequestHeaderAllowedNames, "requestheader-allowed-names", nil,
+		"common names a front proxy's client certificate may have; empty allows any of the CA's (default with berth's front-proxy CA: front-proxy-client)")
+	fs.StringSliceVar(&f.RequestHeaderUsernameHeaders, "requestheader-username-headers", []string{"X-Remote-User"},
+		"request headers to take the user name from; the first one set wins")
+	fs.StringSliceVar(&f.RequestHeaderGroupHeaders, "requestheader-group-headers", []string{"X-Remote-Group"},
+		"request headers to take the groups from")
+	fs.StringSliceVar(&f.RequestHeaderExtraHeaderPrefixes, "requestheader-extra-headers-prefix", []string{"X-Remote-Extra-"},
+		"prefixes of the request headers to take the user's extra fields from")
+	fs.StringVar(&f.ProxyClientCertFile, "proxy-client-cert-file", "",
+		"client certificate the aggregator presents to aggregated API servers (default: DATA_DIR/pki/front-proxy-client.crt, made at first start)")
+	fs.StringVar(&f.ProxyClientKeyFile, "proxy-client-key-file", "",
+		"key of --proxy-client-cert-file")
 }
 
 // serviceAccountFlags are kube-apiserver's flags for service-account tokens.
@@ -118,6 +142,7 @@ func (f *controlPlaneFlags) config() (cluster.Config, error) {
 
 		ServiceClusterIPRange: f.serviceIPRange,
 		ServiceNodePortRange:  f.nodePortRange,
+		FrontProxy:            apiserver.FrontProxyConfig(f.frontProxy),
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -108,6 +109,7 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	}
 	services := core["services"].(*registry.Resource).Store
 	installServiceHooks(gs, self, svcNet, services, ipAddresses.Store)
+	core["componentstatuses"] = newComponentStatuses(c)
 	legacy := newGroup(corev1.SchemeGroupVersion.Group)
 	legacy.VersionedResourcesStorageMap["v1"] = core
 	if err := gs.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
@@ -162,6 +164,10 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 	if err != nil {
 		return err
 	}
+	autoscalingV2, autoscalingV1, err := autoscalingStorage(getter)
+	if err != nil {
+		return err
+	}
 	groups := []struct {
 		group, version string
 		storage        map[string]rest.Storage
@@ -193,17 +199,26 @@ func installAPIs(c Config, self endpoint, gs *genericapiserver.GenericAPIServer,
 		{admissionregistrationv1.GroupName, "v1", admissionRegistration},
 		{storagev1.GroupName, "v1", storageGroup},
 		{flowcontrolv1.GroupName, "v1", flowcontrol},
+		{autoscalingv2.GroupName, "v2", autoscalingV2},
+		{autoscalingv2.GroupName, "v1", autoscalingV1},
 	}
 	more, err := resourceGroups(getter, core["namespaces"].(rest.Getter), authz)
 	if err != nil {
 		return err
 	}
 	groups = append(groups, more...)
+	// A group served at several versions (autoscaling) is one APIGroupInfo.
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
+	byGroup := map[string]*genericapiserver.APIGroupInfo{}
 	for _, g := range groups {
-		info := newGroup(g.group)
+		info, ok := byGroup[g.group]
+		if !ok {
+			i := newGroup(g.group)
+			info = &i
+			byGroup[g.group] = info
+			infos = append(infos, info)
+		}
 		info.VersionedResourcesStorageMap[g.version] = g.storage
-		infos = append(infos, &info)
 	}
 	if err := gs.InstallAPIGroups(infos...); err != nil {
 		return fmt.Errorf("installing API groups: %w", err)

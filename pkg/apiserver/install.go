@@ -124,6 +124,7 @@ func init() {
 	addNetworkingStorageDefaults(s)
 	addResourceDefaults(s)
 	addFlowcontrolDefaults(s)
+	utilruntime.Must(addAutoscalingDefaults(s))
 }
 
 // addDefaults registers a resource's defaulting function for the object and for its list.

@@ -17,6 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -39,6 +41,7 @@ import (
 	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -85,6 +88,9 @@ type Config struct {
 	ServingCertFile, ServingKeyFile string
 	// ClientCAFile holds the CA that client certificates must chain to.
 	ClientCAFile string
+	// FrontProxyConfig is front-proxy authentication, and the client certificate the
+	// aggregator presents to aggregated API servers (frontproxy.go).
+	FrontProxyConfig
 
 	// KubeletClientCertFile and KubeletClientKeyFile are the client certificate the API server
 	// presents to node agents (pods/log); KubeletCAFile is the CA their serving certificates
@@ -138,6 +144,7 @@ func (versionProvider) Info() *apimachineryversion.Info { return version.Info() 
 // servedGroupVersions are the versions installed; the scheme knows a few more types
 // (autoscaling/v1 Scale, authentication/v1 TokenRequest) that only travel in subresource
 // bodies. policy/v1 serves PodDisruptionBudgets, and its Eviction is pods/eviction's body.
+// autoscaling/v2 and v1 serve one HorizontalPodAutoscaler, stored at v2.
 var servedGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
@@ -151,6 +158,8 @@ var servedGroupVersions = []schema.GroupVersion{
 	nodev1.SchemeGroupVersion,
 	appsv1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	autoscalingv2.SchemeGroupVersion,
+	autoscalingv1.SchemeGroupVersion,
 	policyv1.SchemeGroupVersion,
 	certificatesv1.SchemeGroupVersion,
 	admissionregistrationv1.SchemeGroupVersion,
@@ -280,7 +289,7 @@ func New(c Config) (*Server, error) {
 	}
 	tokens.installOpenID(gs, completed.ExternalAddress)
 	installLazyOpenAPI(gs, rc.OpenAPIConfig, rc.OpenAPIV3Config)
-	front, err := newAggregator(base, rc.SharedInformerFactory, storage, resolver, gs)
+	front, err := newAggregator(base, rc.SharedInformerFactory, storage, resolver, c.FrontProxyConfig, gs)
 	if err != nil {
 		return nil, err
 	}
@@ -333,10 +342,11 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 	return port, nil
 }
 
-// applyAuth authenticates clients by certificates from the cluster CA (the groups are the
-// certificate's organizations, so system:masters in the admin kubeconfig) and by
-// service-account tokens, and requests without credentials to the public paths as
-// system:anonymous. It authorizes as kube-apiserver's --authorization-mode=Node,RBAC:
+// applyAuth authenticates front proxies' requests as the user in their headers, clients by
+// certificates from the cluster CA (the groups are the certificate's organizations, so
+// system:masters in the admin kubeconfig) and by service-account tokens, and requests
+// without credentials to the public paths as system:anonymous; it publishes how in
+// kube-system/extension-apiserver-authentication. It authorizes as kube-apiserver's --authorization-mode=Node,RBAC:
 // system:masters may do everything, nodes what the node authorizer allows them over
 // nodeGraph, everyone (anonymous included: the public paths, discovery, who-am-I) what RBAC
 // allows, read through factory's informers. It returns the rule resolver of the rules
@@ -349,8 +359,27 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 	if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
 		return nil, fmt.Errorf("client CA: %w", err)
 	}
+	// A front proxy's requests first, as kube-apiserver orders them: its certificate is from
+	// the request-header CA, the user it acts for in the headers.
+	var authenticators []authenticator.Request
+	requestHeader, err := c.requestHeaderConfig()
+	if err != nil {
+		return nil, err
+	}
+	if requestHeader != nil {
+		gc.Authentication.RequestHeaderConfig = requestHeader
+		if err := gc.Authentication.ApplyClientCert(requestHeader.CAContentProvider, gc.SecureServing); err != nil {
+			return nil, fmt.Errorf("request-header client CA: %w", err)
+		}
+		authenticators = append(authenticators, group.NewAuthenticatedGroupAdder(headerrequest.NewDynamicVerifyOptionsSecure(
+			requestHeader.CAContentProvider.VerifyOptions, requestHeader.AllowedClientNames,
+			requestHeader.UsernameHeaders, requestHeader.UIDHeaders, requestHeader.GroupHeaders, requestHeader.ExtraHeaderPrefixes)))
+	}
+	if err := gc.AddPostStartHook(authenticationInfoHook, publishAuthenticationInfo(authenticationInfo{clientCA: ca, requestHeader: requestHeader})); err != nil {
+		return nil, err
+	}
 	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
-	authenticators := []authenticator.Request{group.NewAuthenticatedGroupAdder(certs)}
+	authenticators = append(authenticators, group.NewAuthenticatedGroupAdder(certs))
 	if sa := tokens.requestAuthenticator(); sa != nil {
 		authenticators = append(authenticators, sa)
 	}

@@ -27,11 +27,16 @@ import (
 //     system (debootstrap, with the tools upstream's images add: dnsutils, curl, netcat,
 //     iproute2, socat, nginx) and the upstream binaries built from k8s.io/kubernetes
 //     v1.37.2 (agnhost, nnp);
+//   - sample-apiserver (the Aggregator test's): that Debian root file system and
+//     k8s.io/sample-apiserver v0.37.2, static, at /sample-apiserver as upstream's image has it
+//     (upstream's is older, v0.33.7 on Alpine; the test only needs its wardle.example.com API);
+//   - etcd (beside the sample-apiserver): that Debian root file system and the harness's etcd
+//     (upstream v3.7.0) at /usr/local/bin/etcd;
 //   - pause: a static pause of our own (hack/conformance/pause).
 //
-// The images the listed tests do not use (CSI sidecars, sample-apiserver, the node-perf
-// workloads, kitten and nautilus of the image-volume test, which pulls with Always) are not
-// built; CONFORMANCE.md says which tests that excludes.
+// The images the listed tests do not use (CSI sidecars, the node-perf workloads, kitten and
+// nautilus of the image-volume test, which pulls with Always) are not built; CONFORMANCE.md
+// says which tests that excludes.
 
 const e2eRegistry = "registry.k8s.io/e2e-test-images/"
 
@@ -42,7 +47,7 @@ func imagesCmd(args []string) error {
 	if err := flags("images", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&bookworm, "bookworm", "", "tar of the Debian bookworm root file system")
 		fs.StringVar(&busybox, "busybox", "/bin/busybox", "static busybox")
-		fs.StringVar(&bin, "bin", "", "directory of agnhost, nonewprivs and pause (static)")
+		fs.StringVar(&bin, "bin", "", "directory of agnhost, nonewprivs, sample-apiserver and pause (static) and etcd")
 		fs.StringVar(&out, "out", "", "docker archive to write")
 		fs.StringVar(&agnhostSrc, "agnhost-src", "", "k8s.io/kubernetes/test/images/agnhost's source (its porter certificate)")
 	}); err != nil {
@@ -68,6 +73,14 @@ func imagesCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	sampleAPIServer, err := fileLayer(bin+"/sample-apiserver", "sample-apiserver", 0o755)
+	if err != nil {
+		return err
+	}
+	etcd, err := fileLayer(bin+"/etcd", "usr/local/bin/etcd", 0o755)
+	if err != nil {
+		return err
+	}
 	type spec struct {
 		refs   []string
 		layers []v1.Layer
@@ -88,6 +101,10 @@ func imagesCmd(args []string) error {
 			v1.Config{Cmd: []string{"nginx", "-g", "daemon off;"}, Env: bashPath, ExposedPorts: map[string]struct{}{"80/tcp": {}}}},
 		{[]string{e2eRegistry + "glibc-dns-testing:2.1.1"}, []v1.Layer{debian},
 			v1.Config{Cmd: []string{"bash"}, Env: bashPath}},
+		{[]string{e2eRegistry + "sample-apiserver:1.29.2"}, []v1.Layer{debian, sampleAPIServer},
+			v1.Config{Entrypoint: []string{"/sample-apiserver"}, Env: bashPath}},
+		{[]string{"registry.k8s.io/etcd:3.7.0-0"}, []v1.Layer{debian, etcd},
+			v1.Config{Cmd: []string{"/usr/local/bin/etcd"}, Env: bashPath}},
 	}
 	refs := map[name.Reference]v1.Image{}
 	for _, s := range specs {

@@ -38,29 +38,17 @@ func pkiCmd(args []string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, caKey, err := newCA(dir, "ca", "berth-conformance-ca")
 	if err != nil {
 		return err
 	}
-	now := time.Now().Add(-5 * time.Minute)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "berth-conformance-ca"},
-		NotBefore:             now,
-		NotAfter:              now.Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	// kubeadm's front proxy: a CA of its own and the aggregator's client certificate
+	// (kube-apiserver's --requestheader-client-ca-file and --proxy-client-cert-file).
+	proxyCA, proxyCAKey, err := newCA(dir, "front-proxy-ca", "front-proxy-ca")
 	if err != nil {
 		return err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return err
-	}
-	if err := writePair(dir, "ca", caDER, caKey); err != nil {
+	if err := issue(dir, "front-proxy-client", proxyCA, proxyCAKey, client("front-proxy-client")); err != nil {
 		return err
 	}
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
@@ -92,6 +80,33 @@ func pkiCmd(args []string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+}
+
+// newCA writes a self-signed CA, dir/name.crt and name.key.
+func newCA(dir, name, commonName string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now().Add(-5 * time.Minute)
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now,
+		NotAfter:              now.Add(30 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ca, key, writePair(dir, name, der, key)
 }
 
 // kubeconfigsCmd writes a kubeconfig for each of the run's clients into out, with client

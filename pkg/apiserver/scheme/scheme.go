@@ -4,8 +4,9 @@
 // berth serves the k8s.io/api types and stores them unchanged, so it has no internal types of its
 // own: every external type is registered a second time under its group's internal version. A
 // conversion between the two is then only a relabelling of the kind, and no conversion functions
-// exist, except where two groups share one stored object (events.k8s.io/v1 Events are stored as
-// core/v1 Events, as Kubernetes does).
+// exist, except where two versions share one stored object, as in Kubernetes: events.k8s.io/v1
+// Events are stored as core/v1 Events, autoscaling/v1 HorizontalPodAutoscalers as autoscaling/v2
+// ones.
 package scheme
 
 import (
@@ -14,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -46,12 +48,13 @@ var (
 )
 
 // GroupVersions are the API versions of the scheme, in the order of discovery: those served
-// (servedGroupVersions) and those whose types only travel in subresource bodies (autoscaling/v1
-// Scale).
+// (servedGroupVersions), a group's preferred version first. autoscaling/v1 also holds Scale,
+// the body of every scale subresource.
 var GroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	appsv1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	autoscalingv2.SchemeGroupVersion,
 	autoscalingv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
@@ -76,6 +79,7 @@ func init() {
 	utilruntime.Must(appsv1.AddToScheme(Scheme))
 	utilruntime.Must(batchv1.AddToScheme(Scheme))
 	utilruntime.Must(autoscalingv1.AddToScheme(Scheme))
+	utilruntime.Must(autoscalingv2.AddToScheme(Scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(eventsv1.AddToScheme(Scheme))
 	utilruntime.Must(schedulingv1.AddToScheme(Scheme))
@@ -92,14 +96,25 @@ func init() {
 
 	for _, gv := range GroupVersions {
 		addAsInternal(Scheme, gv)
-		utilruntime.Must(Scheme.SetVersionPriority(gv))
+		if gv.Group != autoscalingv1.GroupName {
+			utilruntime.Must(Scheme.SetVersionPriority(gv))
+		}
 	}
+	// autoscaling/v2 is preferred, and the version HorizontalPodAutoscalers are stored at.
+	utilruntime.Must(Scheme.SetVersionPriority(autoscalingv2.SchemeGroupVersion, autoscalingv1.SchemeGroupVersion))
 	// events.k8s.io/v1 Events live in storage and in memory as core/v1 Events: the Go type
 	// registered as the group's internal Event is corev1.Event, and conversion functions (in the
 	// event registry) translate between the two shapes.
 	internalEvents := schema.GroupVersion{Group: eventsv1.GroupName, Version: runtime.APIVersionInternal}
 	Scheme.AddKnownTypeWithName(internalEvents.WithKind("Event"), &corev1.Event{})
 	Scheme.AddKnownTypeWithName(internalEvents.WithKind("EventList"), &corev1.EventList{})
+	// autoscaling/v1 and autoscaling/v2 HorizontalPodAutoscalers are one object, kept as
+	// autoscaling/v2: that is the group's internal HorizontalPodAutoscaler, and conversion
+	// functions (in the horizontalpodautoscaler registry) translate v1's shape. The group's
+	// internal Scale is v1's, the only one.
+	internalAutoscaling := schema.GroupVersion{Group: autoscalingv1.GroupName, Version: runtime.APIVersionInternal}
+	Scheme.AddKnownTypeWithName(internalAutoscaling.WithKind("HorizontalPodAutoscaler"), &autoscalingv2.HorizontalPodAutoscaler{})
+	Scheme.AddKnownTypeWithName(internalAutoscaling.WithKind("HorizontalPodAutoscalerList"), &autoscalingv2.HorizontalPodAutoscalerList{})
 
 	// The types every group shares (Status, discovery documents), as Kubernetes registers them.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -121,7 +136,7 @@ func addAsInternal(s *runtime.Scheme, gv schema.GroupVersion) {
 		return // its internal types are the core ones, registered in init
 	}
 	for kind, t := range s.KnownTypes(gv) {
-		if isMetaKind(kind) {
+		if isMetaKind(kind) || convertedKinds[gv.WithKind(kind).GroupKind()] {
 			continue
 		}
 		obj, ok := newObject(t)
@@ -130,6 +145,13 @@ func addAsInternal(s *runtime.Scheme, gv schema.GroupVersion) {
 		}
 		s.AddKnownTypeWithName(internal.WithKind(kind), obj)
 	}
+}
+
+// convertedKinds are the kinds whose internal type is not every version's own: they are
+// registered in init.
+var convertedKinds = map[schema.GroupKind]bool{
+	{Group: autoscalingv1.GroupName, Kind: "HorizontalPodAutoscaler"}:     true,
+	{Group: autoscalingv1.GroupName, Kind: "HorizontalPodAutoscalerList"}: true,
 }
 
 // moreGroups are the groups a v1.37 kube-apiserver serves beyond the workloads and
@@ -146,7 +168,7 @@ var External = runtime.NewScheme()
 
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		schedulingv1.AddToScheme, policyv1.AddToScheme, authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme, rbacv1.AddToScheme, discoveryv1.AddToScheme, networkingv1.AddToScheme, nodev1.AddToScheme,
 	} {

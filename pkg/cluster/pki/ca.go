@@ -60,8 +60,21 @@ type CA struct {
 // and returns it. An existing CA is returned as is, whatever its name, since
 // replacing it would invalidate every credential it signed.
 func EnsureCA(dir string, commonName string) (*CA, error) {
-	certPath := filepath.Join(dir, caCertFile)
-	keyPath := filepath.Join(dir, caKeyFile)
+	return ensureCA(dir, caCertFile, caKeyFile, commonName)
+}
+
+// EnsureNamedCA is EnsureCA for a CA other than the cluster's, in dir/name.crt
+// and dir/name.key (the front proxy's, front-proxy-ca, as kubeadm names it).
+func EnsureNamedCA(dir, name, commonName string) (*CA, error) {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("CA name %q is not a plain file name", name)
+	}
+	return ensureCA(dir, name+".crt", name+".key", commonName)
+}
+
+func ensureCA(dir, certFile, keyFile, commonName string) (*CA, error) {
+	certPath := filepath.Join(dir, certFile)
+	keyPath := filepath.Join(dir, keyFile)
 
 	certPEM, err := os.ReadFile(certPath)
 	switch {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
 	"github.com/berth-cluster/berth/pkg/cluster"
 	"github.com/berth-cluster/berth/pkg/controllers"
@@ -128,6 +130,23 @@ func (c *Cluster) Stop() error {
 	c.once.Do(func() { c.err = c.stop() })
 	return c.err
 }
+
+// FrontProxyConfig is a client configuration of the front proxy (the aggregator's client
+// certificate, from the front-proxy CA in the data dir), acting for user in groups through
+// the request headers, as an aggregator does.
+func (c *Cluster) FrontProxyConfig(user string, groups ...string) *rest.Config {
+	config := rest.AnonymousClientConfig(c.Config)
+	config.CertFile, config.KeyFile = cluster.FrontProxyClientFiles(c.DataDir)
+	config.Impersonate = rest.ImpersonationConfig{}
+	config.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return transport.NewAuthProxyRoundTripper(user, "", groups, nil, rt)
+	}
+	return config
+}
+
+// FrontProxyCAFile is the front-proxy CA in the data dir, which aggregated API servers
+// trust the aggregator's client certificate by.
+func (c *Cluster) FrontProxyCAFile() string { return cluster.FrontProxyCAFile(c.DataDir) }
 
 // ProtobufConfig is the admin's client configuration speaking protobuf.
 func (c *Cluster) ProtobufConfig() *rest.Config {
