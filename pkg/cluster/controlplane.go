@@ -46,6 +46,12 @@ type Config struct {
 	// ServiceClusterIPRange and ServiceNodePortRange are kube-apiserver's
 	// --service-cluster-ip-range and --service-node-port-range ("" for the defaults).
 	ServiceClusterIPRange, ServiceNodePortRange string
+	// FrontProxy is kube-apiserver's --requestheader-* and --proxy-client-* flags; without
+	// a CA or client certificate file, the front-proxy CA and the aggregator's client
+	// certificate are DataDir/pki/front-proxy-ca.crt and front-proxy-client.crt, made at
+	// first start; headers not given are kubeadm's (X-Remote-User, X-Remote-Group,
+	// X-Remote-Extra-).
+	FrontProxy apiserver.FrontProxyConfig
 	// Components run in this process once the API server is ready (the controllers, the
 	// scheduler and the node agent), each until ctx ends; one that stops is restarted.
 	Components []Component
@@ -144,6 +150,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 		ServiceAccounts:       serviceAccounts,
 		ServiceClusterIPRange: c.ServiceClusterIPRange,
 		ServiceNodePortRange:  c.ServiceNodePortRange,
+		FrontProxyConfig:      certs.frontProxy(c.FrontProxy),
 	})
 	if err != nil {
 		return err
@@ -223,15 +230,20 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 }
 
 // componentConfig is the client configuration c runs with: the admin's, with c's own
-// certificate when the control plane runs components as themselves.
+// certificate when the control plane runs components as themselves. The components run in
+// the API server's process and reach it over loopback, so their responses are not
+// compressed, as kube-apiserver's own loopback client's are not: gzip buys nothing there,
+// and each watch stream would hold a compressor at the server's end and a decompressor at
+// the client's (some 140 kB a watch, and the controllers watch every resource).
 func (cp *ControlPlane) componentConfig(c Component, ca *pki.CA) (*rest.Config, error) {
-	if !cp.cfg.ComponentIdentities || c.Identity.User == "" {
-		return rest.CopyConfig(cp.admin), nil
+	config := rest.CopyConfig(cp.admin)
+	if cp.cfg.ComponentIdentities && c.Identity.User != "" {
+		var err error
+		if config, err = identityConfig(cp.admin, PKIDir(cp.cfg.DataDir), ca, c.Identity); err != nil {
+			return nil, fmt.Errorf("component %s: %w", c.Name, err)
+		}
 	}
-	config, err := identityConfig(cp.admin, PKIDir(cp.cfg.DataDir), ca, c.Identity)
-	if err != nil {
-		return nil, fmt.Errorf("component %s: %w", c.Name, err)
-	}
+	config.DisableCompression = true
 	return config, nil
 }
 

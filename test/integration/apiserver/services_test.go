@@ -119,6 +119,12 @@ func TestServiceRangesFullAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := framework.Options{DataDir: dir, ServiceClusterIPRange: "10.200.0.0/29", ServiceNodePortRange: "30100-30102"}
 	c := framework.Start(t, opts)
+	// As kube-apiserver's, the kubernetes Service comes once /readyz says yes, so a client
+	// quick enough could take its IP first: the test waits for it, to count five IPs left.
+	waitFor(t, ctx, "the kubernetes Service", func() (bool, error) {
+		kube, err := c.Client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		return err == nil && kube.Spec.ClusterIP == "10.200.0.1", err
+	})
 	ns := newNamespace(t, ctx, c.Client)
 	clusterIP := func(name string) *corev1.Service {
 		svc := nodePortService(name)

@@ -54,6 +54,12 @@ func NewStorage(getter generic.RESTOptionsGetter) (*Storage, error) {
 	}, nil
 }
 
+// DeleteCollection hides the store's, whose deletes would skip Delete's termination: as
+// kube-apiserver's, the namespaces endpoint has no deletecollection verb (a DELETE of the
+// collection is 405 Method Not Allowed), so namespaces only ever go one at a time, emptied
+// first. Its signature is not rest.CollectionDeleter's on purpose.
+func (r *REST) DeleteCollection() {}
+
 // shouldDeleteDuringUpdate deletes a terminating namespace once the last finalizer is gone.
 func shouldDeleteDuringUpdate(ctx context.Context, key string, obj, existing runtime.Object) bool {
 	ns, ok := obj.(*corev1.Namespace)
