@@ -38,7 +38,24 @@ func newBenchCommand() *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (for scenarios that run the cluster in process) to this file")
 	cmd.AddCommand(newBenchAPICommand(), newBenchScheduleCommand(), newBenchStartupCommand(), newBenchCRICommand(),
-		newBenchDensityCommand(), newBenchChurnCommand(), newBenchWorkloadsCommand())
+		newBenchDensityCommand(), newBenchChurnCommand(), newBenchWorkloadsCommand(), newBenchCRDsCommand())
+	return cmd
+}
+
+func newBenchCRDsCommand() *cobra.Command {
+	var o bench.CRDOptions
+	cmd := &cobra.Command{
+		Use:   "crds",
+		Short: "What installed CustomResourceDefinitions cost a berth up it starts: memory, time to Established, first writes, restart time",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunCRDs(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().IntVar(&o.CRDs, "crds", 100, "CustomResourceDefinitions to install")
+	cmd.Flags().DurationVar(&o.IdleWait, "idle-wait", 45*time.Second, "how long the cluster idles before each memory reading")
 	return cmd
 }
 

@@ -81,12 +81,18 @@ func newTarget(config *rest.Config) (*target, error) {
 
 // startCluster runs `berth up` (this very binary) on free ports in a temporary directory.
 func startCluster(ctx context.Context, o clusterOptions) (*target, error) {
-	withNode := o.node
-	self, err := os.Executable()
+	dir, err := os.MkdirTemp("", "berth-bench-")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "berth-bench-")
+	return startClusterIn(ctx, o, dir)
+}
+
+// startClusterIn is startCluster on the data dir dir (a new one, or a stopped cluster's, to
+// start it again).
+func startClusterIn(ctx context.Context, o clusterOptions, dir string) (*target, error) {
+	withNode := o.node
+	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +104,7 @@ func startCluster(ctx context.Context, o clusterOptions) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "berth.log"))
+	logFile, err := os.OpenFile(filepath.Join(dir, "berth.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

@@ -30,12 +30,13 @@ import (
 //   - sample-apiserver (the Aggregator test's): that Debian root file system and
 //     k8s.io/sample-apiserver v0.37.2, static, at /sample-apiserver as upstream's image has it
 //     (upstream's is older, v0.33.7 on Alpine; the test only needs its wardle.example.com API);
+//   - nautilus (kubectl's Update Demo): agnhost's image and the module's nautilus data.json;
 //   - etcd (beside the sample-apiserver): that Debian root file system and the harness's etcd
 //     (upstream v3.7.0) at /usr/local/bin/etcd;
 //   - pause: a static pause of our own (hack/conformance/pause).
 //
-// The images the listed tests do not use (CSI sidecars, the node-perf workloads, kitten and
-// nautilus of the image-volume test, which pulls with Always) are not built; CONFORMANCE.md
+// The images the listed tests do not use (CSI sidecars, the node-perf workloads, kitten, which
+// only the image-volume test pulling with Always uses) are not built; CONFORMANCE.md
 // says which tests that excludes.
 
 const e2eRegistry = "registry.k8s.io/e2e-test-images/"
@@ -81,6 +82,12 @@ func imagesCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	// kubectl's Update Demo tests serve nautilus' /data.json from agnhost's test-webserver;
+	// the module's source has the JSON, not the picture, which no test reads.
+	nautilus, err := fileLayer(agnhostSrc+"/../nautilus/html/data.json", "data.json", 0o644)
+	if err != nil {
+		return err
+	}
 	type spec struct {
 		refs   []string
 		layers []v1.Layer
@@ -103,6 +110,8 @@ func imagesCmd(args []string) error {
 			v1.Config{Cmd: []string{"bash"}, Env: bashPath}},
 		{[]string{e2eRegistry + "sample-apiserver:1.29.2"}, []v1.Layer{debian, sampleAPIServer},
 			v1.Config{Entrypoint: []string{"/sample-apiserver"}, Env: bashPath}},
+		{[]string{e2eRegistry + "nautilus:1.8"}, []v1.Layer{debian, agnhost, nautilus},
+			v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"test-webserver"}, Env: bashPath}},
 		{[]string{"registry.k8s.io/etcd:3.7.0-0"}, []v1.Layer{debian, etcd},
 			v1.Config{Cmd: []string{"/usr/local/bin/etcd"}, Env: bashPath}},
 	}
