@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -108,4 +109,19 @@ func AuthorizedForSigner(ctx context.Context, authz authorizer.UnconditionalAuth
 		}
 	}
 	return false
+}
+
+// ValidateUserAnnotations checks the annotations a pod passes to a certificate's signer (a
+// podCertificate volume's userAnnotations, a request's unverifiedUserAnnotations): keys
+// prefixed with a domain, within the annotations' size limit.
+func ValidateUserAnnotations(annotations map[string]string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for k := range annotations {
+		// The case does not matter.
+		errs = append(errs, validation.IsDomainPrefixedKey(fldPath, strings.ToLower(k))...)
+	}
+	if err := apivalidation.ValidateAnnotationsSize(annotations); err != nil {
+		errs = append(errs, field.TooLong(fldPath, "", apivalidation.TotalAnnotationSizeLimitB))
+	}
+	return errs
 }

@@ -18,7 +18,6 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/certificates"
@@ -48,15 +47,7 @@ func ValidateCreate(pcr *certificatesv1.PodCertificateRequest) field.ErrorList {
 	errs := apivalidation.ValidateObjectMeta(&pcr.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	spec := field.NewPath("spec")
 	errs = append(errs, certificates.ValidateSignerName(spec.Child("signerName"), pcr.Spec.SignerName)...)
-	if a := pcr.Spec.UnverifiedUserAnnotations; a != nil {
-		p := spec.Child("unverifiedUserAnnotations")
-		for k := range a {
-			errs = append(errs, validation.IsDomainPrefixedKey(p, strings.ToLower(k))...)
-		}
-		if err := apivalidation.ValidateAnnotationsSize(a); err != nil {
-			errs = append(errs, field.TooLong(p, "", apivalidation.TotalAnnotationSizeLimitB))
-		}
-	}
+	errs = append(errs, certificates.ValidateUserAnnotations(pcr.Spec.UnverifiedUserAnnotations, spec.Child("unverifiedUserAnnotations"))...)
 	for _, n := range []struct {
 		name, value string
 	}{{"podName", pcr.Spec.PodName}, {"serviceAccountName", pcr.Spec.ServiceAccountName}, {"nodeName", string(pcr.Spec.NodeName)}} {

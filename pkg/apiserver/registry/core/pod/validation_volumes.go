@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-cluster/berth/pkg/apiserver/registry/certificates"
 )
 
 const (
@@ -486,15 +488,26 @@ var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP
 
 func validatePodCertificateProjection(c *corev1.PodCertificateProjection, fldPath *field.Path, claim func(string, interface{})) field.ErrorList {
 	var errs field.ErrorList
-	if c.SignerName == "" {
-		errs = append(errs, field.Required(fldPath.Child("signerName"), ""))
-	}
+	// One rule for signer names, the certificates registry's (as upstream's core and
+	// certificates validation share theirs).
+	errs = append(errs, certificates.ValidateSignerName(fldPath.Child("signerName"), c.SignerName)...)
+	errs = append(errs, certificates.ValidateUserAnnotations(c.UserAnnotations, fldPath.Child("userAnnotations"))...)
 	errs = append(errs, validateUser(c.User, fldPath.Child("user"))...)
 	if !sets.New(podCertificateKeyTypes...).Has(c.KeyType) {
 		errs = append(errs, field.NotSupported(fldPath.Child("keyType"), c.KeyType, podCertificateKeyTypes))
 	}
-	if m := c.MaxExpirationSeconds; m != nil && *m < 3600 {
-		errs = append(errs, field.Invalid(fldPath.Child("maxExpirationSeconds"), *m, "if provided, maxExpirationSeconds must be >= 3600"))
+	if m := c.MaxExpirationSeconds; m != nil {
+		if *m < 3600 {
+			errs = append(errs, field.Invalid(fldPath.Child("maxExpirationSeconds"), *m, "if provided, maxExpirationSeconds must be >= 3600"))
+		}
+		// 91 days, or 24 hours for Kubernetes' own signers (certificates.k8s.io's limits).
+		limit := int32(91 * 24 * 60 * 60)
+		if certificates.IsKubernetesSignerName(c.SignerName) {
+			limit = 24 * 60 * 60
+		}
+		if *m > limit {
+			errs = append(errs, field.Invalid(fldPath.Child("maxExpirationSeconds"), *m, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", limit)))
+		}
 	}
 	paths := 0
 	for _, f := range []struct{ name, value string }{
