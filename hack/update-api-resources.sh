@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Writes test/e2e/testdata/api-resources-v1.37.2.txt: what `kubectl api-resources -o wide`
+# Writes test/e2e/testdata/api-resources-v1.37.2.txt, what `kubectl api-resources -o wide`
 # prints against an upstream kube-apiserver v1.37.2 with its default flags (and the
-# flags it cannot start without: etcd, service-account keys, a client CA, Node,RBAC), the
-# list TestAPIResourcesMatchUpstream holds berth up to. Builds kube-apiserver and etcd from
+# flags it cannot start without: etcd, service-account keys, a client CA, Node,RBAC), and
+# test/e2e/testdata/discovery-v1.37.2.txt, every resource and subresource its discovery
+# documents list ("GROUPVERSION NAME KIND NAMESPACED VERBS"): the lists
+# TestAPIResourcesMatchUpstream holds berth up to. Builds kube-apiserver and etcd from
 # hack/conformance/go.mod into the conformance cache if they are not there (as
 # hack/conformance.sh does); needs kubectl and openssl.
 set -euo pipefail
@@ -41,4 +43,13 @@ for _ in $(seq 60); do
   sleep 1
 done
 kubectl --kubeconfig kubeconfig --cache-dir "$dir/cache" api-resources -o wide >"$root/test/e2e/testdata/api-resources-$k8s_version.txt"
-echo "wrote test/e2e/testdata/api-resources-$k8s_version.txt"
+{ echo /api/v1; kubectl --kubeconfig kubeconfig get --raw /apis | python3 -c 'import json, sys
+for g in json.load(sys.stdin)["groups"]:
+    for v in g["versions"]:
+        print("/apis/" + v["groupVersion"])'; } | while read -r path; do
+  kubectl --kubeconfig kubeconfig get --raw "$path" | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+for r in d["resources"]:
+    print(d["groupVersion"], r["name"], r["kind"], str(r["namespaced"]).lower(), ",".join(sorted(r.get("verbs") or [])))'
+done | sort >"$root/test/e2e/testdata/discovery-$k8s_version.txt"
+echo "wrote test/e2e/testdata/api-resources-$k8s_version.txt and discovery-$k8s_version.txt"

@@ -12,6 +12,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry"
 )
@@ -20,7 +21,20 @@ import (
 type Storage struct {
 	Namespace *REST
 	Status    *registry.SubresourceREST
-	Finalize  *registry.SubresourceREST
+	Finalize  *FinalizeREST
+}
+
+// FinalizeREST is namespaces/finalize: as kube-apiserver's, it only takes updates (the
+// namespace controller's removal of a finalizer); the namespace is read from namespaces.
+type FinalizeREST struct{ sub *registry.SubresourceREST }
+
+func (r *FinalizeREST) New() runtime.Object { return r.sub.New() }
+func (r *FinalizeREST) Destroy()            {}
+func (r *FinalizeREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.sub.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+}
+func (r *FinalizeREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return r.sub.GetResetFields()
 }
 
 // REST is the namespaces endpoint. Deleting a namespace is a two-step affair, as in
@@ -50,7 +64,7 @@ func NewStorage(getter generic.RESTOptionsGetter) (*Storage, error) {
 	return &Storage{
 		Namespace: &REST{Resource: &registry.Resource{Store: store, Short: []string{"ns"}}, store: store},
 		Status:    registry.NewSubresourceREST(store, StatusStrategy),
-		Finalize:  registry.NewSubresourceREST(store, FinalizeStrategy),
+		Finalize:  &FinalizeREST{registry.NewSubresourceREST(store, FinalizeStrategy)},
 	}, nil
 }
 

@@ -32,7 +32,7 @@ func NewProxyREST(nodes *genericregistry.Store, kubelet *pod.KubeletConnection) 
 	return &ProxyREST{nodes: nodes, kubelet: kubelet}
 }
 
-func (r *ProxyREST) New() runtime.Object { return &corev1.Node{} }
+func (r *ProxyREST) New() runtime.Object { return &corev1.NodeProxyOptions{} }
 func (r *ProxyREST) Destroy()            {}
 
 // ConnectMethods are the methods proxied.

@@ -48,7 +48,7 @@ func NewStreamRESTs(pods, nodes *genericregistry.Store, kubelet *KubeletConnecti
 
 var streamMethods = []string{http.MethodGet, http.MethodPost}
 
-func (r *ExecREST) New() runtime.Object      { return &corev1.Pod{} }
+func (r *ExecREST) New() runtime.Object      { return &corev1.PodExecOptions{} }
 func (r *ExecREST) Destroy()                 {}
 func (r *ExecREST) ConnectMethods() []string { return streamMethods }
 func (r *ExecREST) NewConnectOptions() (runtime.Object, bool, string) {
@@ -78,7 +78,7 @@ func (r *ExecREST) Connect(ctx context.Context, name string, opts runtime.Object
 	return r.streamHandler(location, responder, translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}), nil
 }
 
-func (r *AttachREST) New() runtime.Object      { return &corev1.Pod{} }
+func (r *AttachREST) New() runtime.Object      { return &corev1.PodAttachOptions{} }
 func (r *AttachREST) Destroy()                 {}
 func (r *AttachREST) ConnectMethods() []string { return streamMethods }
 func (r *AttachREST) NewConnectOptions() (runtime.Object, bool, string) {
@@ -101,7 +101,7 @@ func (r *AttachREST) Connect(ctx context.Context, name string, opts runtime.Obje
 	return r.streamHandler(location, responder, translator.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}), nil
 }
 
-func (r *PortForwardREST) New() runtime.Object      { return &corev1.Pod{} }
+func (r *PortForwardREST) New() runtime.Object      { return &corev1.PodPortForwardOptions{} }
 func (r *PortForwardREST) Destroy()                 {}
 func (r *PortForwardREST) ConnectMethods() []string { return streamMethods }
 func (r *PortForwardREST) NewConnectOptions() (runtime.Object, bool, string) {
