@@ -47,6 +47,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // refreshPeriod is how often every tracked source is looked at; workers is how many sources
@@ -260,7 +262,9 @@ func (m *Manager) processNext(ctx context.Context, q workqueue.TypedRateLimiting
 		return false
 	}
 	defer q.Done(k)
-	if err := m.handle(ctx, k); err != nil {
+	// One source's panic is that source's error, retried with back-off: it must not end the
+	// node agent (a signer's odd certificate chain, say).
+	if err := panics.Call(ctx, "podcertificate", func() error { return m.handle(ctx, k) }); err != nil {
 		klog.FromContext(ctx).Error(err, "Handling a podCertificate projected volume source failed", "pod", klog.KRef(k.Namespace, k.PodName), "volume", k.Volume, "sourceIndex", k.SourceIndex)
 		q.AddRateLimited(k)
 		return true
