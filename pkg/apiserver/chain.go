@@ -170,7 +170,7 @@ func newServiceResolver(factory informers.SharedInformerFactory, loopbackHost st
 // registerAPIServices keeps the APIServices of the group versions behind the aggregator:
 // the built-in ones of berth's server and the apiextensions server (from the start), and
 // those of the CRDs as they come and go; /readyz waits until the built-in ones are Available.
-func registerAPIServices(front *aggregatorapiserver.APIAggregator, delegate genericapiserver.DelegationTarget, crds *apiextensionsapiserver.CustomResourceDefinitions) error {
+func registerAPIServices(front *aggregatorapiserver.APIAggregator, delegate genericapiserver.DelegationTarget, crds *apiextensionsapiserver.CustomResourceDefinitions, bg *background) error {
 	client, err := apiregistrationclient.NewForConfig(front.GenericAPIServer.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("apiregistration client: %w", err)
@@ -183,18 +183,18 @@ func registerAPIServices(front *aggregatorapiserver.APIAggregator, delegate gene
 		return err
 	}
 	err = front.GenericAPIServer.AddPostStartHook("kube-apiserver-autoregistration", func(ctx genericapiserver.PostStartHookContext) error {
-		go func() {
+		bg.Go(ctx, "crd-autoregister", func() {
 			if err := crdRegistration.Run(ctx, 5); err != nil {
 				klog.ErrorS(err, "CRD registration ended")
 			}
-		}()
-		go func() {
+		})
+		bg.Go(ctx, "apiservice-autoregister", func() {
 			// The CRDs stored first: the auto-registration's first pass deletes the
 			// APIServices it was not told about.
 			if crdRegistration.WaitForInitialSync(ctx) {
 				auto.Run(5, ctx.Done())
 			}
-		}()
+		})
 		return nil
 	})
 	if err != nil {

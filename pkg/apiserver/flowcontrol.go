@@ -45,10 +45,12 @@ func flowcontrolStorage(getter generic.RESTOptionsGetter) (map[string]rest.Stora
 // addFlowcontrolBootstrapHook adds kube-apiserver's "priority-and-fairness-config-producer"
 // hook, which keeps the default flow schemas and priority levels in the API. It reads them
 // through rc's informer factory, which the generic server starts.
-func addFlowcontrolBootstrapHook(rc *genericapiserver.RecommendedConfig) error {
+func addFlowcontrolBootstrapHook(rc *genericapiserver.RecommendedConfig, bg *background) error {
 	producer, err := flowcontrolbootstrap.NewProducer(flowcontrolbootstrap.Default(), rc.SharedInformerFactory.Flowcontrol().V1())
 	if err != nil {
 		return fmt.Errorf("the %s hook: %w", flowcontrolbootstrap.HookName, err)
 	}
-	return rc.AddPostStartHook(flowcontrolbootstrap.HookName, producer.PostStartHook)
+	return rc.AddPostStartHook(flowcontrolbootstrap.HookName, func(hc genericapiserver.PostStartHookContext) error {
+		return producer.PostStartHook(hc, func(run func()) { bg.Go(hc, flowcontrolbootstrap.HookName, run) })
+	})
 }

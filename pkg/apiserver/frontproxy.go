@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // FrontProxyConfig is how the API server trusts a front proxy and is one itself, as
@@ -89,7 +91,7 @@ type authenticationInfo struct {
 // publishAuthenticationInfo is the post-start hook that keeps the ConfigMap up to date, as
 // kube-apiserver's cluster-authentication-trust controller does: at start, when a CA file
 // changes, and every minute (to put back a ConfigMap someone deleted).
-func publishAuthenticationInfo(info authenticationInfo) genericapiserver.PostStartHookFunc {
+func publishAuthenticationInfo(info authenticationInfo, bg *background) genericapiserver.PostStartHookFunc {
 	return func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := kubernetes.NewForConfig(ctx.LoopbackClientConfig)
 		if err != nil {
@@ -106,13 +108,14 @@ func publishAuthenticationInfo(info authenticationInfo) genericapiserver.PostSta
 		if info.requestHeader != nil {
 			info.requestHeader.CAContentProvider.AddListener(listener)
 		}
-		go func() {
+		bg.Go(ctx, authenticationInfoHook, func() {
 			tick := time.NewTicker(time.Minute)
 			defer tick.Stop()
 			for {
-				// Retried quickly at start: the API may not serve ConfigMaps yet.
+				// Retried quickly at start: the API may not serve ConfigMaps yet. A pass
+				// that panics (an odd ConfigMap) is that pass's error, retried.
 				_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-					if err := info.sync(ctx, client); err != nil {
+					if err := panics.Call(ctx, authenticationInfoHook, func() error { return info.sync(ctx, client) }); err != nil {
 						klog.ErrorS(err, "Publishing the authentication info", "configmap", authenticationInfoNamespace+"/"+authenticationInfoName)
 						return false, nil
 					}
@@ -125,7 +128,7 @@ func publishAuthenticationInfo(info authenticationInfo) genericapiserver.PostSta
 				case <-tick.C:
 				}
 			}
-		}()
+		})
 		return nil
 	}
 }

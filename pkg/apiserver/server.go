@@ -129,6 +129,8 @@ const (
 type Server struct {
 	// front is the chain's first server, the aggregator: the one that runs.
 	front *aggregatorapiserver.APIAggregator
+	// bg holds the goroutines the post-start hooks leave running; Run waits for them.
+	bg *background
 	// Port is the port it serves on (known once New returns, also when Config.Port was 0).
 	Port int
 }
@@ -200,7 +202,8 @@ func New(c Config) (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("node authorizer: %w", err)
 	}
-	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory, tokens, nodeGraph)
+	bg := &background{}
+	rules, err := applyAuth(c, &rc.Config, rc.SharedInformerFactory, tokens, nodeGraph, bg)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +245,7 @@ func New(c Config) (*Server, error) {
 		return nil
 	})
 	// API Priority and Fairness' default flow schemas and priority levels (flowcontrol.go).
-	if err := addFlowcontrolBootstrapHook(rc); err != nil {
+	if err := addFlowcontrolBootstrapHook(rc, bg); err != nil {
 		return nil, err
 	}
 	// The bootstrap roles are reconciled once the RBAC API is served; until then there is
@@ -293,10 +296,10 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := registerAPIServices(front, gs, crds); err != nil {
+	if err := registerAPIServices(front, gs, crds, bg); err != nil {
 		return nil, err
 	}
-	return &Server{front: front, Port: port}, nil
+	return &Server{front: front, bg: bg, Port: port}, nil
 }
 
 // Run serves until ctx is done, then shuts down: it stops accepting requests, lets running
@@ -306,7 +309,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return prepared.Run(ctx)
+	err = prepared.Run(ctx)
+	s.bg.wait()
+	return err
 }
 
 func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
@@ -351,7 +356,7 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 // nodeGraph, everyone (anonymous included: the public paths, discovery, who-am-I) what RBAC
 // allows, read through factory's informers. It returns the rule resolver of the rules
 // reviews.
-func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph) (authorizer.RuleResolver, error) {
+func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedInformerFactory, tokens *serviceAccountTokens, nodeGraph *nodeauth.Graph, bg *background) (authorizer.RuleResolver, error) {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", c.ClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("client CA: %w", err)
@@ -375,7 +380,7 @@ func applyAuth(c Config, gc *genericapiserver.Config, factory informers.SharedIn
 			requestHeader.CAContentProvider.VerifyOptions, requestHeader.AllowedClientNames,
 			requestHeader.UsernameHeaders, requestHeader.UIDHeaders, requestHeader.GroupHeaders, requestHeader.ExtraHeaderPrefixes)))
 	}
-	if err := gc.AddPostStartHook(authenticationInfoHook, publishAuthenticationInfo(authenticationInfo{clientCA: ca, requestHeader: requestHeader})); err != nil {
+	if err := gc.AddPostStartHook(authenticationInfoHook, publishAuthenticationInfo(authenticationInfo{clientCA: ca, requestHeader: requestHeader}, bg)); err != nil {
 		return nil, err
 	}
 	certs := newCachedCertAuthenticator(x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))

@@ -81,8 +81,9 @@ func (p *Producer) trigger() {
 
 // PostStartHook ensures the configuration once, retrying every second until it succeeds or
 // the server stops (as the RBAC hook, it does not give up: an etcd slow to start must not
-// take the whole process down), then keeps it in a goroutine until the server stops.
-func (p *Producer) PostStartHook(hookCtx genericapiserver.PostStartHookContext) error {
+// take the whole process down), then keeps it in a goroutine until the server stops, which
+// spawn starts (the server waits for it).
+func (p *Producer) PostStartHook(hookCtx genericapiserver.PostStartHookContext, spawn func(func())) error {
 	client, err := flowcontrolclient.NewForConfig(hookCtx.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("the %s hook's loopback client: %w", HookName, err)
@@ -101,7 +102,7 @@ func (p *Producer) PostStartHook(hookCtx genericapiserver.PostStartHookContext) 
 		}
 		return true, nil
 	})
-	go p.run(ctx, client)
+	spawn(func() { p.run(ctx, client) })
 	return nil
 }
 

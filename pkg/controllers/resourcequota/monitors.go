@@ -21,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/berth-cluster/berth/pkg/quota/evaluator"
+
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // monitor watches one resource for changes that free quota. Its life:
@@ -172,7 +174,10 @@ func (c *Controller) startMonitor(ctx context.Context, gvr schema.GroupVersionRe
 	c.monitors.waits.Go(func() {
 		_ = wait.PollUntilContextCancel(waitCtx, listPollInterval, true, func(context.Context) (bool, error) {
 			if reg.HasSynced() {
-				c.counting(ctx, gvr, m, lister)
+				// This goroutine is the resource's alone: a panic in it is recovered
+				// and counted here, and the monitor counts as ready all the same, so that
+				// one resource never holds the controller's start back.
+				_ = panics.Call(ctx, "controller/resourcequota", func() error { c.counting(ctx, gvr, m, lister); return nil })
 				m.ready.Store(true)
 				return true, nil
 			}

@@ -22,6 +22,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/apiserver/registry/table"
+
+	"github.com/berth-cluster/berth/pkg/util/panics"
 )
 
 // REST is the componentstatuses endpoint: get and list only.
@@ -52,7 +54,12 @@ func (*REST) GetSingularName() string { return "componentstatus" }
 func (r *REST) status(ctx context.Context, name string) *corev1.ComponentStatus {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	res := r.components[name].Probe(ctx)
+	// A probe runs in a goroutine of its own under List: a panic in it must be that
+	// component's error, not the end of the API server.
+	var res Result
+	if err := panics.Call(ctx, "componentstatus", func() error { res = r.components[name].Probe(ctx); return nil }); err != nil {
+		res = Result{Status: corev1.ConditionUnknown, Error: err.Error()}
+	}
 	return &corev1.ComponentStatus{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Conditions: []corev1.ComponentCondition{{
