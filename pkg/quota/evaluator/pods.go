@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/admission"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-cluster/berth/pkg/qos"
+
+	"github.com/berth-cluster/berth/pkg/apis/core/resourcename"
 )
 
 // podCount is the object-count name of pods: every stored pod, terminated or not.
@@ -126,7 +127,7 @@ func (p *podEvaluator) Matches(q *corev1.ResourceQuota, obj runtime.Object) (boo
 func (*podEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.ResourceName {
 	result := quota.Intersection(input, podResources)
 	for _, name := range input {
-		if isHugePagesQuotaName(name) || isExtendedQuotaName(name) {
+		if resourcename.IsHugePagesQuota(name) || isExtendedQuotaName(name) {
 			result = append(result, name)
 		}
 	}
@@ -208,7 +209,7 @@ func containerUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 			result[name] = q
 			result[corev1.DefaultResourceRequestsPrefix+name] = q
 		}
-		if isExtendedResource(name) || strings.HasPrefix(string(name), resourcev1.ResourceDeviceClassPrefix) {
+		if resourcename.IsExtended(name) || strings.HasPrefix(string(name), resourcev1.ResourceDeviceClassPrefix) {
 			result[corev1.DefaultResourceRequestsPrefix+name] = q
 		}
 	}
@@ -318,29 +319,11 @@ func asPod(obj runtime.Object) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// isNativeResource: no domain, or a kubernetes.io one.
-func isNativeResource(name corev1.ResourceName) bool {
-	return !strings.Contains(string(name), "/") || strings.Contains(string(name), corev1.ResourceDefaultNamespacePrefix)
-}
-
-// isExtendedResource: a device-plugin style name, outside kubernetes.io, whose quota form
-// "requests.<name>" is a qualified name.
-func isExtendedResource(name corev1.ResourceName) bool {
-	if isNativeResource(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+string(name))) == 0
-}
-
 // isExtendedQuotaName: "requests.<extended resource>", or the implicit
 // "requests.deviceclass.resource.kubernetes.io/<class>" of a DRA device class.
 func isExtendedQuotaName(name corev1.ResourceName) bool {
 	if !strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
 		return false
 	}
-	return !isNativeResource(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix+resourcev1.ResourceDeviceClassPrefix)
-}
-
-func isHugePagesQuotaName(name corev1.ResourceName) bool {
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) || strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
+	return !resourcename.IsNative(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix+resourcev1.ResourceDeviceClassPrefix)
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth-cluster/berth/pkg/apis/core/resourcename"
 )
 
 // SetDefaults applies the defaults Kubernetes' v1 defaulters apply to a Pod
@@ -353,7 +355,7 @@ func DefaultPodLevelResources(pod *corev1.Pod) {
 		limits = corev1.ResourceList{}
 	}
 	for name, q := range resourcehelper.AggregateContainerLimits(containersOnly, opts) {
-		if !resourcehelper.IsSupportedPodLevelResource(name) || !isHugePages(name) {
+		if !resourcehelper.IsSupportedPodLevelResource(name) || !resourcename.IsHugePages(name) {
 			continue
 		}
 		if _, ok := res.Requests[name]; ok {
@@ -499,18 +501,7 @@ func imageTag(image string) (tag string, ok bool) {
 	return tag, true
 }
 
-// isHugePages reports whether name is a hugepages-<size> resource.
-func isHugePages(name corev1.ResourceName) bool {
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
-}
-
-// isNativeResource reports whether name is in the kubernetes.io namespace;
-// unprefixed names are implicitly there.
-func isNativeResource(name corev1.ResourceName) bool {
-	return !strings.Contains(string(name), "/") || strings.Contains(string(name), corev1.ResourceDefaultNamespacePrefix)
-}
-
 // isOvercommitAllowed reports whether requests may be lower than limits.
 func isOvercommitAllowed(name corev1.ResourceName) bool {
-	return isNativeResource(name) && !isHugePages(name)
+	return resourcename.IsNative(name) && !resourcename.IsHugePages(name)
 }

@@ -7,9 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/berth-cluster/berth/pkg/apis/core/resourcename"
 )
 
 // This file validates compute resources: container and pod-level requests
@@ -41,7 +42,7 @@ func validatePodResources(spec *corev1.PodSpec, claimNames sets.Set[string], fld
 	}
 	// Hugepages cannot be overcommitted, so the pod must hold all of them.
 	for name, containers := range resourcehelper.AggregateContainerLimits(containersOnly, opts) {
-		if pod, ok := spec.Resources.Limits[name]; ok && isHugePages(name) && containers.Cmp(pod) > 0 {
+		if pod, ok := spec.Resources.Limits[name]; ok && resourcename.IsHugePages(name) && containers.Cmp(pod) > 0 {
 			errs = append(errs, field.Invalid(resPath.Child("limits").Key(string(name)), pod.String(),
 				fmt.Sprintf("must be greater than or equal to aggregate container limits of %s", containers.String())))
 		}
@@ -70,7 +71,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, validateName f
 		errs = append(errs, validateName(name, p)...)
 		errs = append(errs, validateQuantity(name, q, p)...)
 		cpuOrMemory = cpuOrMemory || name == corev1.ResourceCPU || name == corev1.ResourceMemory
-		hugePages = hugePages || isHugePages(name)
+		hugePages = hugePages || resourcename.IsHugePages(name)
 	}
 	for name, q := range r.Requests {
 		p := reqPath.Key(string(name))
@@ -86,7 +87,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, validateName f
 			errs = append(errs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
 		}
 		cpuOrMemory = cpuOrMemory || name == corev1.ResourceCPU || name == corev1.ResourceMemory
-		hugePages = hugePages || isHugePages(name)
+		hugePages = hugePages || resourcename.IsHugePages(name)
 	}
 	if hugePages && !cpuOrMemory {
 		errs = append(errs, field.Forbidden(fldPath, "HugePages require cpu or memory"))
@@ -99,10 +100,10 @@ func validateQuantity(name corev1.ResourceName, q resource.Quantity, fldPath *fi
 	if q.Sign() < 0 {
 		errs = append(errs, field.Invalid(fldPath, q.String(), "must be greater than or equal to 0"))
 	}
-	if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+	if resourcename.IsExtended(name) && q.MilliValue()%1000 != 0 {
 		errs = append(errs, field.Invalid(fldPath, q, "must be an integer"))
 	}
-	if isHugePages(name) {
+	if resourcename.IsHugePages(name) {
 		// Hugepages come in pages: the amount must be a whole number of them.
 		size, err := resource.ParseQuantity(strings.TrimPrefix(string(name), corev1.ResourceHugePagesPrefix))
 		if err != nil || size.Sign() <= 0 || size.MilliValue()%1000 != 0 || q.Value()%size.Value() != 0 {
@@ -126,7 +127,7 @@ func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.E
 		return errs
 	}
 	if !strings.Contains(string(name), "/") && !standardResourceNames.Has(string(name)) &&
-		!isHugePages(name) && !strings.HasPrefix(string(name), "requests.hugepages-") {
+		!resourcename.IsHugePages(name) && !strings.HasPrefix(string(name), "requests.hugepages-") {
 		return field.ErrorList{field.Invalid(fldPath, name, "must be a standard resource type or fully qualified")}
 	}
 	return nil
@@ -135,10 +136,10 @@ func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.E
 func containerResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
 	errs := validateResourceName(name, fldPath)
 	if !strings.Contains(string(name), "/") {
-		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && !isHugePages(name) {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && !resourcename.IsHugePages(name) {
 			errs = append(errs, field.Invalid(fldPath, name, "must be a standard resource for containers"))
 		}
-	} else if !isNativeResource(name) && !isExtendedResource(name) {
+	} else if !resourcename.IsNative(name) && !resourcename.IsExtended(name) {
 		errs = append(errs, field.Invalid(fldPath, name, "doesn't follow extended resource name standard"))
 	}
 	return errs
@@ -152,16 +153,6 @@ func podResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorL
 		return field.ErrorList{field.NotSupported(fldPath, name, sets.List(resourcehelper.SupportedPodLevelResources()))}
 	}
 	return nil
-}
-
-// isExtendedResource reports whether name is a device-plugin style resource:
-// outside kubernetes.io, and a qualified name even as a quota ("requests.")
-// name.
-func isExtendedResource(name corev1.ResourceName) bool {
-	if isNativeResource(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+string(name))) == 0
 }
 
 // validateResourceClaimRefs checks resources.claims: each names a pod

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-cluster/berth/pkg/apis/core/resourcename"
 )
 
 // ValidateResourceQuota validates a new quota in upstream's words: its metadata (a DNS
@@ -79,10 +81,10 @@ func ValidateResourceName(name corev1.ResourceName, fldPath *field.Path) field.E
 	if strings.Contains(string(name), "/") {
 		return errs
 	}
-	if len(errs) == 0 && !standardResources.Has(name) && !isHugePages(name) {
+	if len(errs) == 0 && !standardResources.Has(name) && !resourcename.IsHugePagesQuota(name) {
 		errs = append(errs, field.Invalid(fldPath, name, "must be a standard resource type or fully qualified"))
 	}
-	if !quotaResources.Has(name) && !isHugePages(name) {
+	if !quotaResources.Has(name) && !resourcename.IsHugePagesQuota(name) {
 		errs = append(errs, field.Invalid(fldPath, name, "must be a standard resource for quota"))
 	}
 	return errs
@@ -93,7 +95,7 @@ func validateQuantity(name corev1.ResourceName, q resource.Quantity, fldPath *fi
 	if q.Sign() < 0 {
 		errs = append(errs, field.Invalid(fldPath, q.String(), apivalidation.IsNegativeErrorMsg))
 	}
-	if (integerResources.Has(name) || isExtendedResource(name)) && q.MilliValue()%1000 != 0 {
+	if (integerResources.Has(name) || resourcename.IsExtended(name)) && q.MilliValue()%1000 != 0 {
 		errs = append(errs, field.Invalid(fldPath, q, "must be an integer"))
 	}
 	return errs
@@ -220,7 +222,7 @@ var (
 func isStandardScope(s corev1.ResourceQuotaScope) bool { return standardScopes.Has(s) }
 
 func isStandardQuotaResource(name corev1.ResourceName) bool {
-	return quotaResources.Has(name) || isHugePages(name)
+	return quotaResources.Has(name) || resourcename.IsHugePagesQuota(name)
 }
 
 // scopeValidFor reports whether scope may apply to the resource name: pod scopes to pod
@@ -237,20 +239,4 @@ func scopeValidFor(scope corev1.ResourceQuotaScope, name corev1.ResourceName) bo
 		return claimCountAndStorage.Has(name)
 	}
 	return true
-}
-
-// isHugePages: hugepages-<size> or its quota form requests.hugepages-<size>.
-func isHugePages(name corev1.ResourceName) bool {
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) || strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
-}
-
-// isExtendedResource: a device-plugin style name (outside kubernetes.io, not a
-// "requests." name) whose quota form is a qualified name; counted in whole units.
-func isExtendedResource(name corev1.ResourceName) bool {
-	s := string(name)
-	native := !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix)
-	if native || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
 }
