@@ -344,6 +344,9 @@ func applyServing(c Config, gc *genericapiserver.Config) (int, error) {
 	}
 	// The server talks to itself a lot (admission informers, bootstrap): protobuf is cheaper.
 	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
+	// And uncompressed, as kube-apiserver's: every one of its watches would otherwise hold a
+	// gzip writer at the server's end and a reader at the client's, for no gain in process.
+	gc.LoopbackClientConfig.DisableCompression = true
 	return port, nil
 }
 

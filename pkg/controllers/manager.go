@@ -314,8 +314,10 @@ var controllers = []controllerEntry{
 	{"validatingadmissionpolicy-status", "validatingadmissionpolicy-status-controller", 5, func(c controllerContext, cl clients) controller {
 		// The built-in types from berth's OpenAPI definitions, the others (custom resources)
 		// from the server's discovery, as kube-controller-manager resolves them.
-		schemas := resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme, apiextensionsscheme.Scheme).
-			Combine(&resolver.ClientDiscoveryResolver{Discovery: cl.client.Discovery()})
+		schemas := validatingadmissionpolicystatus.LazySchemaResolver(func() resolver.SchemaResolver {
+			return resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme, apiextensionsscheme.Scheme).
+				Combine(&resolver.ClientDiscoveryResolver{Discovery: cl.client.Discovery()})
+		})
 		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cl.client.Discovery()))
 		ctrl, err := validatingadmissionpolicystatus.NewController(c.informers.Admissionregistration().V1().ValidatingAdmissionPolicies(),
 			cl.client.AdmissionregistrationV1(), &validatingpolicy.TypeChecker{SchemaResolver: schemas, RestMapper: mapper})
