@@ -176,11 +176,15 @@ profiles:
 `), kc); err != nil {
 		t.Fatal(err)
 	}
-	c := startWithScheduler(t, kc)
+	// The scheduler starts once the filler is bound: its first list then has it. Started
+	// before, it could score the next pod before its informer had brought the filler in, and
+	// find both nodes empty.
+	c := framework.Start(t)
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, c.Client)
 	createNodes(t, ctx, c.Client, node("busy", "4").Obj(), node("idle", "4").Obj())
 	createPod(t, ctx, c.Client, ns, st.MakePod().Name("filler").Node("busy").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).Obj())
+	runComponent(t, ctx, c, schedulerComponent(kc))
 	createPod(t, ctx, c.Client, ns, st.MakePod().Name("spread").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj())
 	createPod(t, ctx, c.Client, ns, st.MakePod().Name("packed").SchedulerName("packer").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj())
 	if got := waitForNode(t, ctx, c.Client, ns, "spread", 10*time.Second); got != "idle" {

@@ -5,6 +5,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -43,6 +44,20 @@ func schedulerComponent(kc *configv1.KubeSchedulerConfiguration) cluster.Compone
 		}
 		return scheduler.Run(ctx, admin, cfg, scheduler.ServerOptions{})
 	}}
+}
+
+// runComponent runs component against c until the test ends, and waits for it to stop.
+func runComponent(t *testing.T, ctx context.Context, c *framework.Cluster, component cluster.Component) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- component.Run(ctx, rest.CopyConfig(c.Config)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v", component.Name, err)
+		}
+	})
 }
 
 // startWithScheduler starts a control plane with a scheduler of kc.
