@@ -65,6 +65,8 @@ import (
 	"k8s.io/klog/v2"
 	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/common/restfuladapter"
 
 	berthadmission "github.com/berth-cluster/berth/pkg/apiserver/admission"
 	"github.com/berth-cluster/berth/pkg/apiserver/openapi"
@@ -461,8 +463,22 @@ func applyOpenAPI(gc *genericapiserver.Config) {
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
 	gc.OpenAPIV3Config.Info.Title = "Kubernetes"
 	gc.OpenAPIV3Config.Info.Version = version.GitVersion()
+	gc.OpenAPIConfig.GetOperationIDAndTagsFromRoute = operationIDAndTags
+	gc.OpenAPIV3Config.GetOperationIDAndTagsFromRoute = operationIDAndTags
 	// Served by installLazyOpenAPI instead.
 	gc.SkipOpenAPIInstallation = true
+}
+
+// operationIDAndTags names a route's operation as the generic server does
+// (GetOperationIDAndTags). The OpenAPI builders would set the same on the configuration they
+// are given the first time they build, in a closure that keeps that first build (every
+// definition of every type, 3 MB) for as long as the configuration lives: the server's life.
+func operationIDAndTags(r openapicommon.Route) (string, []string, error) {
+	route, ok := r.(*restfuladapter.RouteAdapter)
+	if !ok {
+		return "", nil, fmt.Errorf("route %s %s is not a go-restful route", r.Method(), r.Path())
+	}
+	return openapinamer.GetOperationIDAndTags(route.Route)
 }
 
 // bootstrapPolicy is what the API server reconciles at start: kube-apiserver's bootstrap
