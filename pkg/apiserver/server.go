@@ -246,10 +246,12 @@ func New(c Config) (*Server, error) {
 		go bootstrap(ctx, client)
 		return nil
 	})
-	// API Priority and Fairness' default flow schemas and priority levels (flowcontrol.go).
+	// API Priority and Fairness' default flow schemas and priority levels, and the filter
+	// that classifies and queues requests by them (flowcontrol.go).
 	if err := addFlowcontrolBootstrapHook(rc, bg); err != nil {
 		return nil, err
 	}
+	applyPriorityAndFairness(rc, client)
 	// The bootstrap roles are reconciled once the RBAC API is served; until then there is
 	// nothing to write them to, and a hook that never finishes would keep /readyz failing.
 	if slices.Contains(servedGroupVersions, rbacv1.SchemeGroupVersion) {

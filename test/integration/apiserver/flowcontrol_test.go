@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -302,4 +304,92 @@ func setAutoUpdateLevel(t *testing.T, ctx context.Context, client kubernetes.Int
 	}); err != nil {
 		t.Fatalf("setting %s's annotation: %v", name, err)
 	}
+}
+
+// TestPriorityAndFairness: API Priority and Fairness classifies each request by the flow
+// schemas, as kube-apiserver does: the response names the schema and the priority level
+// that took it (the admin's requests are exempt); a schema added for a user takes that
+// user's requests; and the configuration consumer marks a schema whose level does not exist
+// as dangling.
+func TestPriorityAndFairness(t *testing.T) {
+	ctx := testContext(t)
+	c := sharedCluster(t)
+	fc := c.Client.FlowcontrolV1()
+
+	classifiedAs := func(config *rest.Config) (schemaUID, levelUID string) {
+		t.Helper()
+		client, err := rest.HTTPClientFor(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Get(strings.TrimSuffix(config.Host, "/") + "/version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /version as %q: %s", config.Impersonate.UserName, resp.Status)
+		}
+		return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID), resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
+	}
+
+	exempt, err := fc.FlowSchemas().Get(ctx, flowcontrolv1.FlowSchemaNameExempt, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema, _ := classifiedAs(c.Config); schema != string(exempt.UID) {
+		t.Errorf("the admin's request went to flow schema %q, want exempt's %q", schema, exempt.UID)
+	}
+
+	level, err := fc.PriorityLevelConfigurations().Get(ctx, "workload-low", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-test-user"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: level.Name},
+			MatchingPrecedence:         600,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:         []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: "apf-test-user"}}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.FlowSchemas().Delete(context.Background(), schema.Name, metav1.DeleteOptions{}) })
+	user := rest.CopyConfig(c.Config)
+	user.Impersonate = rest.ImpersonationConfig{UserName: "apf-test-user", Groups: []string{"system:authenticated"}}
+	// The filter sees the new schema once the configuration consumer has read it.
+	waitFor(t, ctx, "the new flow schema to classify the user's requests", func() (bool, error) {
+		s, l := classifiedAs(user)
+		return s == string(schema.UID) && l == string(level.UID), nil
+	})
+
+	dangling, err := fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-dangling"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "no-such-level"},
+			MatchingPrecedence:         700,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.FlowSchemas().Delete(context.Background(), dangling.Name, metav1.DeleteOptions{}) })
+	waitFor(t, ctx, "the dangling flow schema's condition", func() (bool, error) {
+		s, err := fc.FlowSchemas().Get(ctx, dangling.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range s.Status.Conditions {
+			if cond.Type == flowcontrolv1.FlowSchemaConditionDangling {
+				return cond.Status == flowcontrolv1.ConditionTrue && cond.Reason == "NotFound", nil
+			}
+		}
+		return false, nil
+	})
 }
