@@ -18,12 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc/connectivity"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +35,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/berth-cluster/berth/pkg/util/etcdlog"
 )
 
 // The factory's connection settings (k8s.io/apiserver/pkg/storage/storagebackend/factory).
@@ -217,13 +217,7 @@ func (g *pool) release(c *sharedClient) {
 	delete(g.clients, c.key)
 }
 
-var logger = func() *zap.Logger {
-	l, err := logutil.CreateDefaultZapLogger(zapcore.ErrorLevel)
-	if err != nil {
-		return zap.NewNop()
-	}
-	return l.Named("etcd-client")
-}()
+var logger = sync.OnceValue(func() *zap.Logger { return etcdlog.New("etcd-client") })
 
 // connect opens a client as the factory does, waiting until its connection is ready.
 func connect(t storagebackend.TransportConfig) (*kubernetes.Client, error) {
@@ -241,7 +235,7 @@ func connect(t storagebackend.TransportConfig) (*kubernetes.Client, error) {
 		DialTimeout:          dialTimeout,
 		DialKeepAliveTime:    keepaliveTime,
 		DialKeepAliveTimeout: keepaliveTimeout,
-		Logger:               logger,
+		Logger:               logger(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %v: %w", t.ServerList, err)

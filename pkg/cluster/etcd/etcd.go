@@ -14,6 +14,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-cluster/berth/pkg/util/etcdlog"
 )
 
 // Config says where the member keeps its data and listens.
@@ -60,6 +62,7 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdlog.New("etcd"))
 	// Fewer entries kept in memory between snapshots: berth is a small cluster and its
 	// memory matters more than raft's catch-up speed.
 	cfg.SnapshotCount = 10000
